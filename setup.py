@@ -1,0 +1,32 @@
+from setuptools import find_packages, setup
+
+setup(
+    name="torch_cudal1",
+    version="0.1.0",
+    description="A torch.compile backend that searches, verifies and caches faster kernels "
+                "(CUDA-L1-style contrastive generation through a local LLM engine).",
+    packages=find_packages(include=["torch_cudal1", "torch_cudal1.*"]),
+    package_data={"torch_cudal1": ["csrc/*", "examples/*.py"]},
+    include_package_data=True,
+    python_requires=">=3.10",
+    install_requires=[
+        "torch>=2.11",
+        "filelock>=3.12",
+        "safetensors>=0.4",
+        "httpx>=0.27",
+        "numpy",
+    ],
+    extras_require={
+        "vllm": ["vllm"],
+        "triton": ["triton"],
+        "ray": ["ray[default]"],
+        "redis": ["redis>=5"],
+        "dev": ["pytest>=8", "pytest-timeout", "transformers>=4.40", "triton", "ninja",
+                "redis>=5", "ray[default]"],
+    },
+    entry_points={
+        "console_scripts": ["cudal1=torch_cudal1.cli:main"],
+        # The only registration of the backend name: torch._dynamo discovers it lazily.
+        "torch_dynamo_backends": ["cudal1=torch_cudal1.backend:cudal1_backend"],
+    },
+)

@@ -1,0 +1,87 @@
+"""Cache keys: graph identity + input metadata + device + versions + numerics flags."""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import platform
+
+import torch
+
+from ..version import CACHE_FORMAT, __version__
+
+
+def input_metadata(inputs) -> list:
+    meta = []
+    for x in inputs:
+        if isinstance(x, torch.Tensor):
+            meta.append({"shape": list(x.shape), "stride": list(x.stride()),
+                         "dtype": str(x.dtype), "device": x.device.type})
+        elif isinstance(x, (bool, int, float)) or isinstance(x, (torch.SymInt, torch.SymFloat)):
+            meta.append({"scalar": type(x).__name__, "value": repr(x)})
+        else:
+            meta.append({"other": type(x).__name__})
+    return meta
+
+
+@functools.lru_cache(maxsize=None)
+def device_identity(device: str) -> dict:
+    """What makes one device kind different from another, for keys."""
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        index = dev.index if dev.index is not None else torch.cuda.current_device()
+        props = torch.cuda.get_device_properties(index)
+        return {"type": "cuda", "name": props.name, "capability": f"{props.major}.{props.minor}",
+                "sm_count": props.multi_processor_count}
+    return {"type": dev.type, "name": platform.processor() or platform.machine()}
+
+
+@functools.lru_cache(maxsize=None)
+def software_versions() -> dict:
+    try:
+        import triton
+        triton_version = triton.__version__
+    except Exception:  # noqa: BLE001 - triton is optional on CPU
+        triton_version = None
+    return {"torch": torch.__version__, "cuda": torch.version.cuda, "triton": triton_version,
+            "cudal1": __version__, "format": CACHE_FORMAT}
+
+
+def numerics_flags() -> dict:
+    return {
+        "matmul_tf32": torch.backends.cuda.matmul.allow_tf32,
+        "cudnn_tf32": torch.backends.cudnn.allow_tf32,
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "default_dtype": str(torch.get_default_dtype()),
+        "deterministic": torch.are_deterministic_algorithms_enabled(),
+    }
+
+
+def key_fields(graph_id: str, inputs_meta: list, device: str) -> dict:
+    return {"graph": graph_id, "inputs": inputs_meta, "device": device_identity(device),
+            "versions": software_versions(), "flags": numerics_flags()}
+
+
+def cache_key(fields: dict) -> str:
+    blob = json.dumps(fields, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+
+@functools.lru_cache(maxsize=None)
+def _driver() -> str | None:
+    if not torch.cuda.is_available():
+        return None
+    try:
+        import subprocess
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=10)
+        return out.stdout.strip().splitlines()[0] if out.returncode == 0 else None
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def environment_fingerprint(device: str) -> dict:
+    """Everything recorded about the environment an entry was made in (more than the key)."""
+    return {"device": device_identity(device), "versions": software_versions(),
+            "driver": _driver() if device.startswith("cuda") else None,
+            "python": platform.python_version(), "platform": platform.platform()}

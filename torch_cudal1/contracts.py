@@ -1,0 +1,103 @@
+"""The data that flows between units: Candidate, Verdict, Timing, Attempt.
+
+See ARCHITECTURE.md ("Contracts"). All of them are plain dataclasses that round-trip through JSON,
+because they cross process boundaries (verifier children) and land in cache metadata.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from dataclasses import dataclass, field
+
+# Machine-readable rejection reasons. "ok" is the reason of an accepted verdict.
+REASONS = (
+    "ok", "mismatch", "nan", "dtype", "shape", "stride", "lazy_output", "stale_output",
+    "output_aliased", "input_mutated", "async_work", "timer_tampering", "forbidden_call",
+    "seed_dependent", "nondeterministic", "timeout", "crash", "build_error", "no_model_new",
+    "not_faster", "memory", "error",
+)
+
+
+@dataclass
+class Candidate:
+    """Python source defining ``class ModelNew(nn.Module)`` plus where it came from."""
+    source: str
+    origin: str                      # "baseline:eager", "builtin:diag_broadcast", "openai:r1s0", ...
+    round: int = 0
+    sample: int = 0
+    meta: dict = field(default_factory=dict)   # raw response, analysis, prompt hash, ...
+
+    @property
+    def source_hash(self) -> str:
+        return hashlib.sha256(self.source.encode()).hexdigest()[:16]
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Candidate":
+        return cls(**d)
+
+
+@dataclass
+class Verdict:
+    accepted: bool
+    reason: str = "ok"               # one of REASONS
+    detail: str = ""
+    stats: dict = field(default_factory=dict)  # max errors, tolerances, trials run, ...
+
+    @classmethod
+    def ok(cls, detail: str = "", **stats) -> "Verdict":
+        return cls(True, "ok", detail, stats)
+
+    @classmethod
+    def reject(cls, reason: str, detail: str, **stats) -> "Verdict":
+        assert reason in REASONS, reason
+        return cls(False, reason, detail, stats)
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Verdict":
+        return cls(**d)
+
+
+@dataclass
+class Timing:
+    """Milliseconds per call: median and spread (inter-quartile range) over ``n`` samples."""
+    median_ms: float
+    spread_ms: float
+    n: int
+    method: str = ""                 # "cuda_events", "do_bench", "cpu_perf_counter", "cuda_graph"
+    extra: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict | None) -> "Timing | None":
+        return None if d is None else cls(**d)
+
+
+@dataclass
+class Attempt:
+    """One evaluated candidate: what the search history and the prompts are made of."""
+    candidate: Candidate
+    verdict: Verdict
+    timing: Timing | None = None
+    speedup_vs_eager: float | None = None
+    speedup_vs_inductor: float | None = None
+    seconds: float = 0.0             # wall time of build + verify + timing
+
+    def to_json(self) -> dict:
+        return {"candidate": self.candidate.to_json(), "verdict": self.verdict.to_json(),
+                "timing": None if self.timing is None else self.timing.to_json(),
+                "speedup_vs_eager": self.speedup_vs_eager,
+                "speedup_vs_inductor": self.speedup_vs_inductor, "seconds": self.seconds}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Attempt":
+        return cls(Candidate.from_json(d["candidate"]), Verdict.from_json(d["verdict"]),
+                   Timing.from_json(d.get("timing")), d.get("speedup_vs_eager"),
+                   d.get("speedup_vs_inductor"), d.get("seconds", 0.0))

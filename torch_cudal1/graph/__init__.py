@@ -1,0 +1,1 @@
+"""FX graphs: canonical hashing and rendering as KernelBench-format task sources."""

@@ -1,0 +1,58 @@
+"""A canonical hash of an FX graph.
+
+Independent of node names, module and variable names, object ids and PYTHONHASHSEED: each node is
+written as its position, its op, the qualified name of its target and its arguments with other
+nodes replaced by their positions.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+
+import torch
+import torch.fx as fx
+
+
+def _target_name(target) -> str:
+    if isinstance(target, str):
+        return target
+    if isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        return "op:" + str(target)
+    mod = getattr(target, "__module__", None) or ""
+    qual = getattr(target, "__qualname__", None) or getattr(target, "__name__", None) or repr(target)
+    return f"fn:{mod}.{qual}"
+
+
+def _canon(value, index: dict) -> str:
+    if isinstance(value, fx.Node):
+        return f"%{index[value]}"
+    if isinstance(value, (list, tuple)):
+        inner = ",".join(_canon(v, index) for v in value)
+        return ("[" + inner + "]") if isinstance(value, list) else ("(" + inner + ")")
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}:{_canon(v, index)}" for k, v in sorted(value.items())) + "}"
+    if isinstance(value, float):
+        return "f" + (repr(value) if math.isfinite(value) else str(value))
+    if isinstance(value, (bool, int, str, type(None))):
+        return type(value).__name__ + ":" + repr(value)
+    if isinstance(value, slice):
+        return f"slice({_canon(value.start, index)},{_canon(value.stop, index)},{_canon(value.step, index)})"
+    if isinstance(value, (torch.dtype, torch.device, torch.layout, torch.memory_format)):
+        return str(value)
+    if isinstance(value, torch.SymInt):
+        return "sym:" + str(value)
+    return type(value).__name__ + ":" + repr(value)
+
+
+def canonical_graph_text(graph: fx.Graph) -> str:
+    index: dict = {}
+    lines = []
+    for i, node in enumerate(graph.nodes):
+        index[node] = i
+        target = "" if node.op in ("placeholder", "output") else _target_name(node.target)
+        lines.append(f"{i}|{node.op}|{target}|{_canon(node.args, index)}|{_canon(node.kwargs, index)}")
+    return "\n".join(lines)
+
+
+def graph_hash(graph: fx.Graph) -> str:
+    return hashlib.sha256(canonical_graph_text(graph).encode()).hexdigest()

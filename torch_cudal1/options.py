@@ -1,0 +1,103 @@
+"""Settings of the backend: defaults, ``CUDAL1_*`` environment variables, and ``options={...}``.
+
+Options passed to ``torch.compile`` win over the environment, which wins over the defaults.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MODES = ("search", "cache-only", "async")
+FALLBACKS = ("eager", "inductor")
+ENGINES = ("builtin", "openai", "vllm", "replay")
+
+
+def default_cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "torch_cudal1")
+
+
+@dataclass
+class Options:
+    cache_dir: str = field(default_factory=default_cache_dir)
+    engine: str = "builtin"          # builtin | openai | vllm | replay
+    engine_url: str | None = None    # OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1
+    model: str | None = None         # model name for the openai / vllm engines
+    replay_file: str | None = None   # transcript (jsonl) for the replay engine
+    mode: str = "search"             # search | cache-only | async
+    strict: bool = False             # raise instead of falling back
+    rounds: int = 2                  # engine rounds after the baselines
+    samples: int = 2                 # candidates asked for per round
+    time_budget_s: float = 600.0     # wall-clock budget of one graph's search
+    early_stop: int = 2              # stop after this many rounds without improvement
+    verify_timeout_s: float = 300.0  # one candidate's child process (build + checks + timing)
+    trials: int = 3                  # fresh input draws in verification
+    fallback: str = "eager"          # what runs when no verified winner is available
+    training: str = "inductor"       # graphs that need autograd: inductor | eager
+    baselines: str = "eager,inductor"  # comma-separated baselines measured first
+    log_level: str = "INFO"          # DEBUG | INFO | WARNING | ERROR
+    progress: bool = True            # one line per candidate on stderr
+    capture_limit_mb: float = 64.0   # real inputs larger than this are not stored as test vectors
+
+    @classmethod
+    def keys(cls) -> list[str]:
+        return [f.name for f in dataclasses.fields(cls)]
+
+    @classmethod
+    def resolve(cls, options: dict | None = None, env: dict | None = None) -> "Options":
+        """Defaults < ``CUDAL1_<KEY>`` environment variables < ``options``."""
+        env = os.environ if env is None else env
+        values: dict = {}
+        for f in dataclasses.fields(cls):
+            raw = env.get("CUDAL1_" + f.name.upper())
+            if raw is not None and raw != "":
+                values[f.name] = _coerce(f, raw, source="CUDAL1_" + f.name.upper())
+        for k, v in (options or {}).items():
+            name = k.replace("-", "_")
+            if name not in cls.keys():
+                raise ValueError(
+                    f"unknown torch_cudal1 option {k!r}; valid options: {', '.join(cls.keys())}")
+            f = next(x for x in dataclasses.fields(cls) if x.name == name)
+            values[name] = _coerce(f, v, source=f"options[{k!r}]")
+        opts = cls(**values)
+        opts.validate()
+        return opts
+
+    def validate(self) -> None:
+        for name, allowed in (("mode", MODES), ("fallback", FALLBACKS), ("training", FALLBACKS),
+                              ("engine", ENGINES)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"torch_cudal1 option {name}={getattr(self, name)!r}; "
+                                 f"expected one of {', '.join(allowed)}")
+        if self.rounds < 0 or self.samples < 1:
+            raise ValueError("torch_cudal1: rounds must be >= 0 and samples >= 1")
+
+    @property
+    def cache_path(self) -> Path:
+        return Path(self.cache_dir).expanduser()
+
+    def baseline_names(self) -> list[str]:
+        return [b.strip() for b in self.baselines.split(",") if b.strip()]
+
+
+def _coerce(f: dataclasses.Field, value, source: str):
+    kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+    try:
+        if kind == "bool":
+            if isinstance(value, str):
+                low = value.strip().lower()
+                if low in ("1", "true", "yes", "on"):
+                    return True
+                if low in ("0", "false", "no", "off"):
+                    return False
+                raise ValueError(value)
+            return bool(value)
+        if kind == "int":
+            return int(value)
+        if kind == "float":
+            return float(value)
+        return None if value is None else str(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"torch_cudal1: {source}={value!r} is not a valid {kind}") from None

@@ -1,0 +1,204 @@
+"""The search: baselines first, then engine rounds; every candidate verified and timed.
+
+Round r shows the engine the whole history (with measured speedups and rejection reasons), which
+is what makes the loop contrastive. The winner is the fastest verified candidate, or the best
+baseline when nothing beats it by more than the measured noise.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import engines
+from .baselines import baseline_candidate
+from .contracts import Attempt, Candidate
+from .engines.base import EngineError, SearchContext
+from .log import logger
+from .options import Options
+from .task import Task
+from .verify import evaluate
+
+# A winner must beat the best baseline by more than max(spreads, this fraction of its time).
+MIN_GAIN = 0.02
+
+
+class SearchError(RuntimeError):
+    """The search could not produce any verified implementation (the reference itself failed)."""
+
+
+@dataclass
+class SearchResult:
+    key: str
+    winner: Attempt
+    attempts: list[Attempt]
+    eager_ms: float | None
+    inductor_ms: float | None
+    rounds_run: int
+    seconds: float
+    complete: bool = True            # False when the engine failed mid-search (do not cache)
+    stop_reason: str = ""
+    workroot: Path | None = None     # per-candidate work dirs (build artefacts); caller cleans up
+    winner_dir: Path | None = None
+
+    @property
+    def candidates_tried(self) -> int:
+        return sum(1 for a in self.attempts if not a.candidate.origin.startswith("baseline:"))
+
+    @property
+    def candidates_accepted(self) -> int:
+        return sum(1 for a in self.attempts
+                   if a.verdict.accepted and not a.candidate.origin.startswith("baseline:"))
+
+    def summary(self) -> dict:
+        w = self.winner
+        return {"key": self.key, "winner_origin": w.candidate.origin,
+                "winner_ms": w.timing.median_ms if w.timing else None,
+                "eager_ms": self.eager_ms, "inductor_ms": self.inductor_ms,
+                "speedup_vs_eager": w.speedup_vs_eager, "speedup_vs_inductor": w.speedup_vs_inductor,
+                "rounds_run": self.rounds_run, "candidates_tried": self.candidates_tried,
+                "candidates_accepted": self.candidates_accepted, "seconds": round(self.seconds, 3),
+                "complete": self.complete, "stop_reason": self.stop_reason}
+
+    def cleanup(self) -> None:
+        if self.workroot is not None:
+            shutil.rmtree(self.workroot, ignore_errors=True)
+
+
+def device_info(device: str) -> dict:
+    import torch
+    if device.startswith("cuda") and torch.cuda.is_available():
+        p = torch.cuda.get_device_properties(torch.device(device))
+        return {"name": p.name, "capability": f"{p.major}.{p.minor}", "sm_count": p.multi_processor_count,
+                "memory_gb": round(p.total_memory / 2**30, 1),
+                "l2_mb": round(getattr(p, "L2_cache_size", 0) / 2**20, 1)}
+    import os
+    import platform
+    return {"name": platform.processor() or platform.machine(), "cores": os.cpu_count()}
+
+
+def _fmt_line(a: Attempt) -> str:
+    v = a.verdict
+    status = "accepted" if v.accepted else f"rejected ({v.reason})"
+    t = f"{a.timing.median_ms:9.4f} ms ±{a.timing.spread_ms:.4f}" if a.timing else " " * 22
+    se = f"x{a.speedup_vs_eager:.2f} eager" if a.speedup_vs_eager else ""
+    si = f"x{a.speedup_vs_inductor:.2f} inductor" if a.speedup_vs_inductor else ""
+    c = a.candidate
+    where = "baseline" if c.origin.startswith("baseline:") else f"r{c.round}s{c.sample}"
+    line = f"{where:8} {c.origin:34} {status:28} {t} {se:13} {si}"
+    if not v.accepted and v.detail:
+        line += f"  {v.detail.splitlines()[0][:160]}"
+    return line.rstrip()
+
+
+def _beats(a: Attempt, base: Attempt) -> bool:
+    noise = max(a.timing.spread_ms, base.timing.spread_ms, MIN_GAIN * base.timing.median_ms)
+    return a.timing.median_ms + noise < base.timing.median_ms
+
+
+def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = "",
+               engine: engines.Engine | None = None, progress=None) -> SearchResult:
+    """Search for the fastest verified implementation of ``task`` on ``device``."""
+    say = progress or (lambda line: logger.info(line) if options.progress else None)
+    start = time.monotonic()
+    workroot = Path(tempfile.mkdtemp(prefix="cudal1-search-"))
+    attempts: list[Attempt] = []
+    dirs: dict[int, Path] = {}
+    refs: dict[str, float] = {}
+
+    def run_one(cand: Candidate) -> Attempt:
+        wd = workroot / f"c{len(attempts):03d}"
+        t0 = time.monotonic()
+        verdict, timing = evaluate(task, cand, device=device, trials=options.trials,
+                                   timeout_s=options.verify_timeout_s, workdir=str(wd),
+                                   capture_limit_mb=options.capture_limit_mb)
+        a = Attempt(cand, verdict, timing if verdict.accepted else None,
+                    seconds=time.monotonic() - t0)
+        if a.timing:
+            if "eager" in refs:
+                a.speedup_vs_eager = refs["eager"] / a.timing.median_ms
+            if "inductor" in refs:
+                a.speedup_vs_inductor = refs["inductor"] / a.timing.median_ms
+        dirs[id(a)] = wd
+        attempts.append(a)
+        return a
+
+    say(f"searching {task.name} on {device} (key {key or '-'}): baselines "
+        f"{', '.join(options.baseline_names())}, engine {options.engine}, "
+        f"{options.rounds} rounds x {options.samples} samples")
+    for name in options.baseline_names():
+        a = run_one(baseline_candidate(task, name))
+        if a.timing:
+            refs[name] = a.timing.median_ms
+            if name in ("eager", "inductor"):   # fill in speedups against itself
+                a.speedup_vs_eager = refs.get("eager") and refs["eager"] / a.timing.median_ms
+                a.speedup_vs_inductor = refs.get("inductor") and refs["inductor"] / a.timing.median_ms
+        say(_fmt_line(a))
+    for a in attempts:   # speedups of the eager baseline against inductor, measured after it
+        if a.timing and a.speedup_vs_inductor is None and "inductor" in refs:
+            a.speedup_vs_inductor = refs["inductor"] / a.timing.median_ms
+    base_ok = [a for a in attempts if a.verdict.accepted]
+    if not base_ok:
+        shutil.rmtree(workroot, ignore_errors=True)
+        raise SearchError("no baseline passed verification: " + "; ".join(
+            f"{a.candidate.origin}: {a.verdict.reason} {a.verdict.detail[:200]}" for a in attempts))
+
+    complete, stop_reason, rounds_run = True, "rounds exhausted", 0
+    best_ms = min(a.timing.median_ms for a in base_ok)
+    stale = 0
+    own_engine = engine is None
+    try:
+        if options.rounds > 0 and engine is None:
+            engine = engines.create(options)
+        for r in range(1, options.rounds + 1):
+            if time.monotonic() - start > options.time_budget_s:
+                stop_reason = "time budget"
+                break
+            ctx = SearchContext(device=device, device_info=device_info(device), round=r,
+                                samples=options.samples, key=key)
+            try:
+                cands = engine.propose(task, list(attempts), ctx)
+            except EngineError as e:
+                logger.warning("engine %s failed in round %d: %s", options.engine, r, e)
+                complete, stop_reason = False, f"engine error: {e}"
+                break
+            rounds_run = r
+            if not cands:
+                stop_reason = "engine has no new candidates"
+                break
+            improved = False
+            for s, cand in enumerate(cands[: options.samples] if options.engine != "builtin" else cands):
+                cand.round, cand.sample = r, s
+                a = run_one(cand)
+                say(_fmt_line(a))
+                if a.timing and a.timing.median_ms < best_ms:
+                    best_ms, improved = a.timing.median_ms, True
+                if time.monotonic() - start > options.time_budget_s:
+                    break
+            stale = 0 if improved else stale + 1
+            if options.early_stop and stale >= options.early_stop:
+                stop_reason = f"no improvement in {stale} rounds"
+                break
+    finally:
+        if own_engine and engine is not None:
+            engine.close()
+
+    best_base = min(base_ok, key=lambda a: a.timing.median_ms)
+    found = [a for a in attempts if a.verdict.accepted and not a.candidate.origin.startswith("baseline:")]
+    winner = best_base
+    if found:
+        best = min(found, key=lambda a: a.timing.median_ms)
+        if _beats(best, best_base):
+            winner = best
+    result = SearchResult(key=key, winner=winner, attempts=attempts, eager_ms=refs.get("eager"),
+                          inductor_ms=refs.get("inductor"), rounds_run=rounds_run,
+                          seconds=time.monotonic() - start, complete=complete,
+                          stop_reason=stop_reason, workroot=workroot, winner_dir=dirs[id(winner)])
+    say(f"winner: {winner.candidate.origin} {winner.timing.median_ms:.4f} ms"
+        + (f", x{winner.speedup_vs_eager:.2f} over eager" if winner.speedup_vs_eager else "")
+        + (f", x{winner.speedup_vs_inductor:.2f} over inductor" if winner.speedup_vs_inductor else "")
+        + f" ({result.candidates_tried} candidates tried, {result.candidates_accepted} accepted, "
+          f"{result.seconds:.1f} s; stop: {stop_reason})")
+    return result
