@@ -7,7 +7,7 @@ import argparse
 import importlib
 import sys
 
-SUBCOMMAND_MODULES = ("optimize_cmd", "verify_cmd", "bench_cmd", "engine_cmd", "cache_cmd",
+SUBCOMMAND_MODULES = ("demo_cmd", "optimize_cmd", "verify_cmd", "bench_cmd", "engine_cmd", "cache_cmd",
                       "warm_cmd")
 
 

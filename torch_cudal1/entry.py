@@ -1,0 +1,69 @@
+"""Turning a search result into a cache entry, and a cache entry back into a callable."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import torch
+
+from .cache.key import environment_fingerprint
+from .cache.store import ARTIFACTS, VECTORS, WINNER, CacheEntry, CacheStore
+from .search import SearchResult
+from .task import Task
+
+
+def _vectors(inputs: list | None, outputs, limit_mb: float) -> dict | None:
+    if inputs is None:
+        return None
+    tensors = {}
+    for i, x in enumerate(inputs):
+        if isinstance(x, torch.Tensor):
+            tensors[f"input.{i}"] = x.detach().cpu().contiguous()
+    outs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
+    for i, y in enumerate(outs or []):
+        if isinstance(y, torch.Tensor):
+            tensors[f"output.{i}"] = y.detach().cpu().contiguous()
+    size = sum(t.numel() * t.element_size() for t in tensors.values())
+    return tensors if size <= limit_mb * 2**20 else None
+
+
+def store_search_result(store: CacheStore, key: str, fields: dict, task: Task,
+                        result: SearchResult, device: str, *, outputs=None,
+                        capture_limit_mb: float = 64.0) -> CacheEntry:
+    """Write the winner of ``result`` as the immutable entry ``key`` (atomic rename)."""
+    staging = store.new_staging(key)
+    try:
+        task.write(staging)
+        (staging / WINNER).write_text(result.winner.candidate.source)
+        build = result.winner_dir / "build" if result.winner_dir else None
+        if build is not None and build.is_dir():
+            shutil.copytree(build, staging / ARTIFACTS, symlinks=False,
+                            ignore=shutil.ignore_patterns("*.o", "*.ninja*", ".ninja*", "lock"))
+        vectors = _vectors(task.real_inputs, outputs, capture_limit_mb)
+        if vectors:
+            from safetensors.torch import save_file
+            save_file(vectors, str(staging / VECTORS))
+        w = result.winner
+        meta = {
+            "fields": fields,
+            "environment": environment_fingerprint(device),
+            "task_name": task.name,
+            "winner": {"origin": w.candidate.origin, "round": w.candidate.round,
+                       "sample": w.candidate.sample, "timing": w.timing.to_json() if w.timing else None,
+                       "verdict": w.verdict.to_json(), "speedup_vs_eager": w.speedup_vs_eager,
+                       "speedup_vs_inductor": w.speedup_vs_inductor},
+            "summary": result.summary(),
+            "attempts": [a.to_json() for a in result.attempts],
+        }
+        return store.commit(key, staging, meta)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def load_winner(entry: CacheEntry, device: str, module_name: str | None = None):
+    """Instantiate the entry's ModelNew without any build: prebuilt extensions come from the
+    entry's artefacts. Returns the bound forward."""
+    from .runtime import instantiate
+    return instantiate(entry.winner_source, Path(entry.path), device,
+                       module_name or f"cudal1_winner_{entry.key}")

@@ -1,0 +1,83 @@
+"""Loading a winner's source into the serving process, without compilers."""
+from __future__ import annotations
+
+import contextlib
+import importlib.machinery
+import importlib.util
+import sys
+import threading
+from collections import Counter
+from pathlib import Path
+
+import torch
+
+from .cache.store import ARTIFACTS, CacheStore
+from .task import TENSORS_FILE, load_source
+
+# Process-wide counters; tests and `cudal1` reports read them (e.g. a cache hit runs no search).
+STATS: Counter = Counter()
+_patch_lock = threading.Lock()
+
+
+def _load_prebuilt(name: str, artifacts: Path):
+    for so in sorted((artifacts / name).glob(f"{name}*.so")) if (artifacts / name).is_dir() else []:
+        loader = importlib.machinery.ExtensionFileLoader(name, str(so))
+        spec = importlib.util.spec_from_file_location(name, str(so), loader=loader)
+        module = importlib.util.module_from_spec(spec)
+        loader.exec_module(module)
+        sys.modules.setdefault(name, module)
+        STATS["prebuilt_loaded"] += 1
+        return module
+    return None
+
+
+@contextlib.contextmanager
+def prebuilt_extensions(artifacts: Path):
+    """While loading a cached winner, serve ``cpp_extension.load_inline``/``load`` from the
+    entry's built artefacts so that a cache hit runs no compiler. Missing artefacts fall through
+    to a real build (and are counted)."""
+    from torch.utils import cpp_extension
+    real_inline, real_load = cpp_extension.load_inline, cpp_extension.load
+
+    def load_inline(name, *args, **kwargs):
+        mod = _load_prebuilt(name, artifacts)
+        if mod is None:
+            STATS["extension_builds"] += 1
+            return real_inline(name, *args, **kwargs)
+        return mod
+
+    def load(name, *args, **kwargs):
+        mod = _load_prebuilt(name, artifacts)
+        if mod is None:
+            STATS["extension_builds"] += 1
+            return real_load(name, *args, **kwargs)
+        return mod
+
+    with _patch_lock:
+        cpp_extension.load_inline, cpp_extension.load = load_inline, load
+        try:
+            yield
+        finally:
+            cpp_extension.load_inline, cpp_extension.load = real_inline, real_load
+
+
+def instantiate(source: str, entry_dir: Path, device: str, module_name: str):
+    """exec the winner source, build ``ModelNew(*get_init_inputs())`` on ``device``; return its
+    bound ``forward``."""
+    captured = None
+    side = entry_dir / TENSORS_FILE
+    if side.exists():
+        from safetensors.torch import load_file
+        captured = load_file(str(side))
+    with prebuilt_extensions(entry_dir / ARTIFACTS):
+        mod = load_source(source, module_name, captured=captured,
+                          filename=str(entry_dir / "winner.py"))
+        init = mod.get_init_inputs() if hasattr(mod, "get_init_inputs") else []
+        model = mod.ModelNew(*init)
+    model = model.to(device).eval()
+    STATS["winners_loaded"] += 1
+    return model.forward
+
+
+def store_for(options) -> CacheStore:
+    return CacheStore(options.cache_path)
