@@ -17,7 +17,7 @@ from .graph.hashing import graph_hash
 from .graph.render import UnsupportedGraph, lift_constants, render_task
 from .log import logger
 from .options import Options
-from .runtime import STATS, store_for
+from .runtime import SEEN_KEYS, STATS, store_for
 
 
 def _device_of(args) -> str:
@@ -93,6 +93,8 @@ class GraphRunner:
             key = cache_key(fields)
             store = store_for(opts)
             entry = store.load(key)
+            SEEN_KEYS.append({"key": key, "graph": self.graph_id, "device": device,
+                              "hit": entry is not None, "fields": fields})
             if entry is not None:
                 return self._from_entry(entry, device)
             STATS["cache_misses"] += 1

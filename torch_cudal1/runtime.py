@@ -16,6 +16,8 @@ from .task import TENSORS_FILE, load_source
 
 # Process-wide counters; tests and `cudal1` reports read them (e.g. a cache hit runs no search).
 STATS: Counter = Counter()
+# Every graph key this process asked for: dicts with key, graph, device, outcome.
+SEEN_KEYS: list = []
 _patch_lock = threading.Lock()
 
 

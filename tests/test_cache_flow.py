@@ -1,0 +1,164 @@
+"""The cache across processes: a hit runs no search, engine, verifier or build; corrupt and
+half-written entries are never served; new weights never meet a stale result; failures fall back."""
+import json
+import os
+import shutil
+
+import pytest
+
+from helpers import run_python
+from torch_cudal1.cache.store import CacheStore
+
+MODEL = """
+import json, sys, torch, torch.nn as nn
+import torch_cudal1, torch_cudal1.runtime as rt
+torch.manual_seed(0)
+m = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.LayerNorm(32), nn.Linear(32, 4)).eval()
+x = torch.randn(3, 16)
+opts = {"baselines": "eager", "rounds": 1, "trials": 2}
+opts.update(json.loads(sys.argv[1]) if len(sys.argv) > 1 else {})
+"""
+
+RUN = MODEL + """
+__PATCH__
+c = torch.compile(m, backend="cudal1", options=opts)
+with torch.no_grad():
+    err = (c(x) - m(x)).abs().max().item()
+print(json.dumps({"err": err, "stats": torch_cudal1.stats(), "keys": [k["key"] for k in rt.SEEN_KEYS]}))
+"""
+
+
+def _code(patch=""):
+    return RUN.replace("__PATCH__", patch)
+
+# In the "hit" process every expensive part raises: a hit must need none of them.
+FORBID = """
+def _forbidden(*a, **k):
+    raise AssertionError("a cache hit must not run this")
+import torch_cudal1.search, torch_cudal1.verify.runner, torch_cudal1.engines, torch.utils.cpp_extension
+torch_cudal1.search.run_search = _forbidden
+torch_cudal1.verify.runner.evaluate = _forbidden
+torch_cudal1.engines.create = _forbidden
+torch.utils.cpp_extension.load_inline = _forbidden
+torch.utils.cpp_extension._jit_compile = _forbidden
+"""
+
+
+def _run(cache_dir, patch="", **env):
+    return run_python(_code(patch), env={"CUDAL1_CACHE_DIR": str(cache_dir), **env})
+
+
+def test_second_process_hits_cache_without_search(tmp_path):
+    first = _run(tmp_path)
+    assert first["err"] < 1e-5
+    assert first["stats"].get("searches") == 1 and first["stats"].get("cache_misses") == 1
+    second = _run(tmp_path, patch=FORBID)
+    assert second["err"] < 1e-5
+    assert second["keys"] == first["keys"]
+    assert second["stats"].get("cache_hits") == 1
+    assert not second["stats"].get("searches") and not second["stats"].get("fallbacks")
+
+
+def test_corrupt_entry_is_quarantined_and_rebuilt(tmp_path):
+    first = _run(tmp_path)
+    store = CacheStore(tmp_path)
+    (key,) = store.keys()
+    winner = store.entry_path(key) / "winner.py"
+    winner.write_text(winner.read_text() + "\nraise SystemExit('tampered')\n")
+    second = _run(tmp_path)
+    assert second["err"] < 1e-5
+    assert second["stats"].get("searches") == 1 and not second["stats"].get("cache_hits")
+    assert "quarantined" in second["_stderr"]
+    assert any(store.quarantine_dir.iterdir())
+    assert store.load(key) is not None      # rebuilt, and valid
+    assert first["keys"] == second["keys"]
+
+
+def test_half_written_entry_is_ignored(tmp_path):
+    first = _run(tmp_path)
+    store = CacheStore(tmp_path)
+    (key,) = store.keys()
+    # A writer killed mid-way leaves its staging dir behind, or (on a non-atomic copy) an entry
+    # directory without metadata. Neither may be served.
+    (store.tmp / f"{key}.999.deadbeef").mkdir(parents=True)
+    meta = store.entry_path(key) / "meta.json"
+    meta.write_text(meta.read_text()[:40])
+    second = _run(tmp_path)
+    assert second["err"] < 1e-5 and second["stats"].get("searches") == 1
+    third = _run(tmp_path, patch=FORBID)
+    assert third["stats"].get("cache_hits") == 1
+
+
+def test_new_weights_give_new_results(tmp_path):
+    code = MODEL + """
+c = torch.compile(m, backend="cudal1", options=opts)
+with torch.no_grad():
+    before = c(x).clone()
+    m[0].weight.mul_(2.0)                         # in place: the same compiled graph must see it
+    after = c(x)
+    err = (after - m(x)).abs().max().item()
+    changed = (after - before).abs().max().item()
+    m[3].weight = nn.Parameter(torch.randn(4, 32))   # a new parameter object
+    err2 = (c(x) - m(x)).abs().max().item()
+print(json.dumps({"err": err, "changed": changed, "err2": err2}))
+"""
+    r = run_python(code, env={"CUDAL1_CACHE_DIR": str(tmp_path)})
+    assert r["changed"] > 1e-3
+    assert r["err"] < 1e-5 and r["err2"] < 1e-5
+
+
+def test_failing_engine_falls_back_with_one_warning(tmp_path):
+    opts = {"engine": "openai", "engine_url": "http://127.0.0.1:9/v1", "rounds": 1}
+    r = run_python(_code().replace("opts.update(", "opts.update(" + repr(opts) + ") or opts.update("),
+                   env={"CUDAL1_CACHE_DIR": str(tmp_path)})
+    assert r["err"] < 1e-5
+    assert r["stats"].get("fallbacks") == 1
+    warnings = [ln for ln in r["_stderr"].splitlines() if "fallback" in ln]
+    assert len(warnings) == 1 and "Log:" in warnings[0], r["_stderr"]
+    assert CacheStore(tmp_path).keys() == []       # nothing half-done was cached
+
+
+def test_strict_raises_instead(tmp_path):
+    code = _code().replace("opts = {", "opts = {'strict': True, 'engine': 'openai', "
+                                        "'engine_url': 'http://127.0.0.1:9/v1', ")
+    with pytest.raises(AssertionError, match="child failed"):
+        run_python(code, env={"CUDAL1_CACHE_DIR": str(tmp_path)})
+
+
+def test_cache_only_mode_never_searches(tmp_path):
+    r = _run(tmp_path, CUDAL1_MODE="cache-only")
+    assert r["err"] < 1e-5
+    assert not r["stats"].get("searches")
+    assert "cache-only" in r["_stderr"]
+
+
+def test_backend_registered_without_importing_the_package(tmp_path):
+    code = """
+import json, sys, torch
+from torch._dynamo import list_backends
+f = torch.compile(lambda x: torch.sin(x) * 2, backend="cudal1", options={"baselines": "eager", "rounds": 0})
+x = torch.randn(5)
+err = (f(x) - torch.sin(x) * 2).abs().max().item()
+print(json.dumps({"err": err, "imported": "torch_cudal1" in sys.modules,
+                  "listed": list_backends(exclude_tags=()).count("cudal1")}))
+"""
+    r = run_python(code, env={"CUDAL1_CACHE_DIR": str(tmp_path)})
+    assert r["err"] < 1e-6 and r["imported"] and r["listed"] == 1
+
+
+def test_training_graph_runs_with_autograd(tmp_path):
+    code = """
+import json, torch, torch.nn as nn
+torch.manual_seed(0)
+m = nn.Sequential(nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 1))
+c = torch.compile(m, backend="cudal1", options={"training": "eager"})
+x = torch.randn(4, 8)
+c(x).sum().backward()
+g1 = [p.grad.clone() for p in m.parameters()]
+m.zero_grad()
+m(x).sum().backward()
+err = max((a - p.grad).abs().max().item() for a, p in zip(g1, m.parameters()))
+print(json.dumps({"err": err}))
+"""
+    r = run_python(code, env={"CUDAL1_CACHE_DIR": str(tmp_path)})
+    assert r["err"] < 1e-6

@@ -1,0 +1,45 @@
+import pytest
+import torch
+
+from torch_cudal1.options import Options
+
+
+def test_defaults_env_and_options_precedence(tmp_path):
+    env = {"CUDAL1_CACHE_DIR": str(tmp_path / "env"), "CUDAL1_ROUNDS": "5", "CUDAL1_STRICT": "yes",
+           "CUDAL1_MODE": "cache-only"}
+    opts = Options.resolve({"rounds": 1, "cache_dir": str(tmp_path / "opt")}, env=env)
+    assert opts.rounds == 1                      # options win over the environment
+    assert opts.cache_dir == str(tmp_path / "opt")
+    assert opts.strict is True and opts.mode == "cache-only"   # environment wins over defaults
+    assert Options.resolve({}, env={}).mode == "search"
+
+
+def test_default_cache_dir_follows_xdg(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("CUDAL1_CACHE_DIR", raising=False)
+    assert Options.resolve().cache_dir == str(tmp_path / "torch_cudal1")
+
+
+def test_unknown_key_lists_valid_keys():
+    with pytest.raises(ValueError) as e:
+        Options.resolve({"roundz": 3}, env={})
+    assert "roundz" in str(e.value) and "rounds" in str(e.value) and "cache_dir" in str(e.value)
+
+
+@pytest.mark.parametrize("bad", [{"mode": "sometimes"}, {"rounds": "many"}, {"strict": "perhaps"}])
+def test_invalid_values_are_clear_errors(bad):
+    with pytest.raises(ValueError):
+        Options.resolve(bad, env={})
+
+
+def test_unknown_key_through_torch_compile_raises_value_error(cache_dir):
+    f = torch.compile(lambda x: x + 1, backend="cudal1", options={"no_such_option": 1})
+    with pytest.raises(Exception) as e:
+        f(torch.randn(3))
+    chain, exc = [], e.value
+    while exc is not None:
+        chain.append(exc)
+        exc = exc.__cause__ or getattr(exc, "inner_exception", None)
+        if exc in chain:
+            break
+    assert any(isinstance(x, ValueError) and "valid options" in str(x) for x in chain)
