@@ -21,8 +21,7 @@ setup(
         "triton": ["triton"],
         "ray": ["ray[default]"],
         "redis": ["redis>=5"],
-        "dev": ["pytest>=8", "pytest-timeout", "transformers>=4.40", "triton", "ninja",
-                "redis>=5", "ray[default]"],
+        "dev": ["pytest>=8", "pytest-timeout", "transformers>=4.40", "triton", "ninja"],
     },
     entry_points={
         "console_scripts": ["cudal1=torch_cudal1.cli:main"],

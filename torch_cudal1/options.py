@@ -12,6 +12,7 @@ from pathlib import Path
 MODES = ("search", "cache-only", "async")
 FALLBACKS = ("eager", "inductor")
 ENGINES = ("builtin", "openai", "vllm", "replay")
+COMPLETION_MODES = ("chat", "completion")
 
 
 def default_cache_dir() -> str:
@@ -40,6 +41,19 @@ class Options:
     log_level: str = "INFO"          # DEBUG | INFO | WARNING | ERROR
     progress: bool = True            # one line per candidate on stderr
     capture_limit_mb: float = 64.0   # real inputs larger than this are not stored as test vectors
+    # -- LLM engines (openai / vllm / replay) --------------------------------------------------
+    api_key: str | None = field(      # bearer token for the server; env CUDAL1_API_KEY or OPENAI_API_KEY
+        default_factory=lambda: os.environ.get("OPENAI_API_KEY") or None)
+    request_timeout_s: float = 600.0  # read timeout of one completion request
+    connect_timeout_s: float = 10.0   # connect timeout (and readiness probe)
+    retries: int = 3                  # retries on connection errors, 429 and 5xx (with backoff)
+    max_tokens: int = 8192            # completion length limit
+    temperature: float = 0.7          # sampling temperature (samples of one round must differ)
+    concurrency: int = 4              # requests in flight at once when n is sent as separate requests
+    completion_mode: str = "chat"     # chat (/v1/chat/completions) | completion (/v1/completions, raw template)
+    prompt_template: str | None = None  # raw template for completion mode; {prompt} is replaced
+    record_file: str | None = None    # record every engine request/response as a replay transcript
+    gpu_memory_utilization: float = 0.5  # in-process vLLM: share of GPU memory it may take
 
     @classmethod
     def keys(cls) -> list[str]:
@@ -71,6 +85,9 @@ class Options:
             if getattr(self, name) not in allowed:
                 raise ValueError(f"torch_cudal1 option {name}={getattr(self, name)!r}; "
                                  f"expected one of {', '.join(allowed)}")
+        if self.completion_mode not in COMPLETION_MODES:
+            raise ValueError(f"torch_cudal1 option completion_mode={self.completion_mode!r}; "
+                             f"expected one of {', '.join(COMPLETION_MODES)}")
         if self.rounds < 0 or self.samples < 1:
             raise ValueError("torch_cudal1: rounds must be >= 0 and samples >= 1")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from . import engines
 from .baselines import baseline_candidate
-from .contracts import Attempt, Candidate
+from .contracts import Attempt, Candidate, Verdict
 from .engines.base import EngineError, SearchContext
 from .log import logger
 from .options import Options
@@ -171,6 +171,14 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
             improved = False
             for s, cand in enumerate(cands[: options.samples] if options.engine != "builtin" else cands):
                 cand.round, cand.sample = r, s
+                if cand.meta.get("failed"):
+                    # An answer without usable code (or a sample whose request failed): recorded
+                    # as a rejected attempt with its raw answer, never sent to the verifier.
+                    a = Attempt(cand, Verdict.reject(cand.meta.get("failed_reason", "no_model_new"),
+                                                     str(cand.meta["failed"])))
+                    attempts.append(a)
+                    say(_fmt_line(a))
+                    continue
                 a = run_one(cand)
                 say(_fmt_line(a))
                 if a.timing and a.timing.median_ms < best_ms:

@@ -6,7 +6,17 @@ from .base import Engine, EngineError, SearchContext
 
 
 def create(options) -> Engine:
-    """Build the engine named by ``options.engine``."""
+    """Build the engine named by ``options.engine``; with ``record_file`` set, every round's
+    request and answers are also appended to that transcript (replay it with engine=replay)."""
+    engine = _create(options)
+    record = getattr(options, "record_file", None)
+    if record:
+        from .replay import RecordingEngine
+        engine = RecordingEngine(engine, record)
+    return engine
+
+
+def _create(options) -> Engine:
     name = options.engine
     if name == "builtin":
         from .builtin import BuiltinEngine

@@ -1,0 +1,155 @@
+"""``cudal1 optimize TASK.py``: search one KernelBench-format task, cache and report the winner.
+
+Progress goes to stderr; the result (and with ``--json`` a final JSON line) to stdout. Exit code 0
+when the search completed (or the cache answered), 1 when it did not (engine failed mid-search:
+the best verified implementation found is reported but not cached; or no baseline verified), 2 on
+usage errors.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+from . import UsageError
+
+
+def register(sub) -> None:
+    p = sub.add_parser("optimize", help="search, verify and cache the fastest implementation of a "
+                                        "KernelBench-format task file")
+    p.add_argument("task", help="task file (class Model, get_inputs, get_init_inputs)")
+    p.add_argument("--device", choices=("cpu", "cuda"), default=None,
+                   help="default: cuda when available, else cpu")
+    p.add_argument("--engine", choices=("builtin", "openai", "vllm", "replay"), default=None,
+                   help="default: CUDAL1_ENGINE or builtin")
+    p.add_argument("--url", default=None, help="OpenAI-compatible server URL (CUDAL1_ENGINE_URL)")
+    p.add_argument("--model", default=None, help="model name (CUDAL1_MODEL)")
+    p.add_argument("--rounds", type=int, default=None, help="engine rounds after the baselines")
+    p.add_argument("--samples", type=int, default=None, help="candidates per round")
+    p.add_argument("--cache-dir", default=None, help="cache directory (CUDAL1_CACHE_DIR)")
+    p.add_argument("--report", default=None, metavar="FILE", help="write a markdown report here")
+    p.add_argument("--json", action="store_true", help="end with one line of JSON")
+    p.add_argument("--replay-file", default=None, help="transcript for --engine replay")
+    p.add_argument("--record", default=None, metavar="FILE",
+                   help="append every engine request/answer to this replay transcript")
+    p.add_argument("--baselines", default=None, help="comma-separated baselines (default eager,inductor)")
+    p.add_argument("--time-budget", type=float, default=None, help="wall-clock budget in seconds")
+    p.set_defaults(func=run)
+
+
+def _options(args):
+    from ..options import Options
+    over = {"engine": args.engine, "engine_url": args.url, "model": args.model,
+            "rounds": args.rounds, "samples": args.samples, "cache_dir": args.cache_dir,
+            "replay_file": args.replay_file, "record_file": args.record,
+            "baselines": args.baselines, "time_budget_s": args.time_budget}
+    try:
+        return Options.resolve({k: v for k, v in over.items() if v is not None})
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
+def task_key(task, device: str) -> tuple[str, dict]:
+    """The cache key of a task file: its source and its inputs' metadata on this device."""
+    from ..cache.key import cache_key, input_metadata, key_fields
+    mod = task.load()
+    inputs = mod.get_inputs()
+    graph_id = "src:" + hashlib.sha256(task.source.encode()).hexdigest()
+    fields = key_fields(graph_id, input_metadata(inputs), device)
+    return cache_key(fields), fields
+
+
+def _print_result(summary: dict, *, cache_hit: bool, as_json: bool, extra: dict) -> None:
+    s = summary
+    head = "cache hit: " if cache_hit else ""
+    parts = [f"{head}winner {s.get('winner_origin')}"]
+    if s.get("winner_ms") is not None:
+        parts.append(f"{s['winner_ms']:.4f} ms")
+    for label, k in (("eager", "speedup_vs_eager"), ("inductor", "speedup_vs_inductor")):
+        if s.get(k):
+            parts.append(f"x{s[k]:.2f} over {label}")
+    print(", ".join(parts), flush=True)
+    if as_json:
+        print(json.dumps(dict(s, cache_hit=cache_hit, **extra), default=str), flush=True)
+
+
+def _write_report(path, task, device, summary, attempts, cache_hit) -> None:
+    from ..report import render
+    Path(path).write_text(render(task.name, device, summary, attempts, cache_hit=cache_hit))
+
+
+def run(args) -> int:
+    import torch
+
+    from ..cache.store import CacheStore
+    from ..contracts import Attempt
+    from ..log import configure
+    from ..task import Task
+
+    opts = _options(args)
+    configure(opts.log_level)
+    path = Path(args.task)
+    if not path.is_file():
+        raise UsageError(f"task file {path} does not exist")
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise UsageError("--device cuda but no CUDA device is available")
+    task = Task.from_file(path)
+    try:
+        key, fields = task_key(task, device)
+    except Exception as e:  # noqa: BLE001 - the user's task file itself is broken
+        raise UsageError(f"cannot load task {path}: {type(e).__name__}: {e}") from None
+    store = CacheStore(opts.cache_path)
+
+    def hit(entry) -> int:
+        summary = dict(entry.meta.get("summary") or {}, key=key)
+        summary.setdefault("winner_origin", entry.winner_origin)
+        print(f"cache hit: {key} ({entry.path}); no search run", file=sys.stderr, flush=True)
+        if args.report:
+            attempts = [Attempt.from_json(a) for a in entry.meta.get("attempts", [])]
+            _write_report(args.report, task, device, summary, attempts, True)
+        _print_result(summary, cache_hit=True, as_json=args.json, extra={"cached": True})
+        return 0
+
+    entry = store.load(key)
+    if entry is not None:
+        return hit(entry)
+    with store.lock(key):
+        entry = store.load(key)   # another process may have finished the same search meanwhile
+        if entry is not None:
+            return hit(entry)
+        return _search_and_store(args, opts, task, device, key, fields, store)
+
+
+def _search_and_store(args, opts, task, device, key, fields, store) -> int:
+    from ..entry import store_search_result
+    from ..search import SearchError, run_search
+
+    def progress(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    try:
+        result = run_search(task, opts, device, key=key, progress=progress)
+    except SearchError as e:
+        print(f"cudal1: search failed: {e}", file=sys.stderr)
+        return 1
+    try:
+        summary = result.summary()
+        cached = False
+        if result.complete:
+            store_search_result(store, key, fields, task, result, device,
+                                capture_limit_mb=opts.capture_limit_mb)
+            cached = True
+            print(f"cached as {key} in {store.root}", file=sys.stderr, flush=True)
+        else:
+            # A search cut short by the engine is not the answer for this key: report the best
+            # verified implementation found, but leave the cache empty so a later run retries.
+            print(f"cudal1: search incomplete ({result.stop_reason}); best verified result "
+                  f"reported, nothing cached", file=sys.stderr, flush=True)
+        if args.report:
+            _write_report(args.report, task, device, summary, result.attempts, False)
+        _print_result(summary, cache_hit=False, as_json=args.json, extra={"cached": cached})
+        return 0 if result.complete else 1
+    finally:
+        result.cleanup()
