@@ -1,4 +1,10 @@
-"""Verification of candidates in child processes (see runner.evaluate)."""
-from .runner import evaluate
+"""Verification of candidates in child processes (see runner.evaluate).
 
-__all__ = ["evaluate"]
+Parts: ``static`` (first filter on the source), ``runner`` (the parent side: child process,
+limits, build cache), ``child`` (build, checks against the references, anti-hack checks, timing),
+``compare`` (tolerances), ``guards`` (tamper detection), ``sandbox`` (audit hook, memory limit),
+``errors`` (exception -> reason, trimmed build logs).
+"""
+from .runner import default_build_cache_dir, evaluate
+
+__all__ = ["evaluate", "default_build_cache_dir"]

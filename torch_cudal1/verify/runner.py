@@ -1,17 +1,25 @@
 """Run one candidate in a child process: build, verify, and (if accepted) time it.
 
-The child gets a work directory holding the task, the candidate and a request; it writes
-``result.json``. Whatever the candidate does (crash, hang, ``os._exit``), the parent turns it into
-a Verdict.
+The parent only reads the candidate's source (static filter, ``static.py``); everything that
+executes it happens in ``python -m torch_cudal1.verify.child WORKDIR``, in its own session (so
+the whole process group can be killed), under a wall-clock limit and, on CPU, a memory limit
+(RLIMIT_AS; CUDA maps huge virtual ranges, so GPU runs get none unless asked). Whatever the
+candidate does (crash, hang, ``os._exit``, a CUDA fault) the parent turns into a Verdict.
+
+Builds go to ``<build_cache_dir>/<hash of source, torch, GPU>`` so a retry does not rebuild; the
+extension directories are then copied to ``WORKDIR/build/<ext_name>/``, where the search picks up
+the winner's artefacts.
 """
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from ..contracts import Candidate, Timing, Verdict
@@ -21,6 +29,15 @@ CANDIDATE_FILE = "candidate.py"
 REQUEST_FILE = "request.json"
 RESULT_FILE = "result.json"
 REAL_INPUTS_FILE = "real_inputs.safetensors"
+CPU_MEMORY_LIMIT_MB = 32768.0
+
+
+def default_build_cache_dir() -> str:
+    d = os.environ.get("CUDAL1_BUILD_CACHE_DIR")
+    if d:
+        return d
+    from ..options import default_cache_dir
+    return os.path.join(default_cache_dir(), "build")
 
 
 def _write_real_inputs(task: Task, workdir: Path, limit_mb: float) -> bool:
@@ -32,49 +49,135 @@ def _write_real_inputs(task: Task, workdir: Path, limit_mb: float) -> bool:
         if isinstance(v, torch.Tensor):
             tensors[f"i{i}"] = v.detach().cpu().contiguous()
             total += v.numel() * v.element_size()
+        elif not isinstance(v, (int, float, bool)):
+            return False
     if total > limit_mb * 2**20:
         return False
     scalars = {f"i{i}": v for i, v in enumerate(task.real_inputs) if not isinstance(v, torch.Tensor)}
     from safetensors.torch import save_file
     save_file(tensors, str(workdir / REAL_INPUTS_FILE),
-              metadata={"n": str(len(task.real_inputs)), "scalars": json.dumps(
-                  {k: (float(v) if isinstance(v, float) else int(v)) for k, v in scalars.items()})})
+              metadata={"n": str(len(task.real_inputs)), "scalars": json.dumps(scalars)})
     return True
+
+
+def _limits(memory_limit_mb: float | None):
+    def apply() -> None:
+        os.setsid()
+        if memory_limit_mb:
+            import resource
+            lim = int(memory_limit_mb * 2**20)
+            hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+            if hard != resource.RLIM_INFINITY:
+                lim = min(lim, hard)
+            resource.setrlimit(resource.RLIMIT_AS, (lim, hard))
+    return apply
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.kill()
+    except ProcessLookupError:
+        pass
+
+
+def _collect_build(build_dir: str | None, wd: Path) -> None:
+    """Copy the extensions built for this candidate into ``wd/build`` (cache artefacts)."""
+    if not build_dir or not os.path.isdir(build_dir):
+        return
+    dest = wd / "build"
+    for entry in os.scandir(build_dir):
+        if entry.is_dir() and any(f.endswith(".so") for f in os.listdir(entry.path)):
+            shutil.copytree(entry.path, dest / entry.name, dirs_exist_ok=True,
+                            ignore=shutil.ignore_patterns("*.o", "*.ninja", ".ninja_*", "lock"))
 
 
 def evaluate(task: Task, candidate: Candidate, *, device: str = "cpu", trials: int = 3,
              timeout_s: float = 300.0, time_it: bool = True, workdir: str | None = None,
              capture_limit_mb: float = 64.0, keep: bool = False,
-             extra_env: dict | None = None) -> tuple[Verdict, Timing | None]:
-    """Verify ``candidate`` against ``task`` in a child process; time it when accepted."""
+             extra_env: dict | None = None, memory_limit_mb: float | None = -1,
+             build_cache_dir: str | None = None, check_stride: bool = False,
+             cuda_graph: bool = False, time_budget_s: float = 2.0) -> tuple[Verdict, Timing | None]:
+    """Verify ``candidate`` against ``task`` in a child process; time it when accepted.
+
+    ``memory_limit_mb``: -1 (default) = ``CUDAL1_VERIFY_MEMORY_MB`` or 32 GiB on CPU and none on
+    CUDA; ``None``/0 = no limit. ``verdict.stats`` gains ``phases`` (seconds per phase)."""
+    from .static import check_source
+    reason, detail = check_source(candidate.source)
+    if reason != "ok":
+        return Verdict.reject(reason, f"static check: {detail}"), None
     own = workdir is None
     wd = Path(workdir or tempfile.mkdtemp(prefix="cudal1-eval-"))
     wd.mkdir(parents=True, exist_ok=True)
+    for stale in (RESULT_FILE, RESULT_FILE + ".tmp"):
+        (wd / stale).unlink(missing_ok=True)
+    if memory_limit_mb == -1:
+        env_mb = os.environ.get("CUDAL1_VERIFY_MEMORY_MB")
+        memory_limit_mb = float(env_mb) if env_mb else (
+            None if str(device).startswith("cuda") else CPU_MEMORY_LIMIT_MB)
     try:
         task.write(wd)
         (wd / CANDIDATE_FILE).write_text(candidate.source)
         has_real = _write_real_inputs(task, wd, capture_limit_mb)
         (wd / REQUEST_FILE).write_text(json.dumps({
-            "device": device, "trials": trials, "time_it": time_it, "real_inputs": has_real}))
+            "device": device, "trials": trials, "time_it": time_it, "real_inputs": has_real,
+            "build_root": str(Path(build_cache_dir or default_build_cache_dir()).expanduser()),
+            "native": os.environ.get("CUDAL1_NATIVE", "auto"),
+            "check_stride": check_stride, "cuda_graph": cuda_graph,
+            "time_budget_s": time_budget_s}))
         env = dict(os.environ)
         env.update(extra_env or {})
-        # Candidates' builds land in the work dir, so they can be kept as cache artefacts.
-        env.setdefault("TORCH_EXTENSIONS_DIR", str(wd / "build"))
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env["CUDAL1_BUILD_CACHE_DIR"] = str(Path(build_cache_dir or default_build_cache_dir()).expanduser())
         env["PYTHONPATH"] = os.pathsep.join(
             [str(Path(__file__).resolve().parents[2])] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
         cmd = [sys.executable, "-m", "torch_cudal1.verify.child", str(wd)]
-        try:
-            proc = subprocess.run(cmd, cwd=str(wd), env=env, capture_output=True, text=True,
-                                  timeout=timeout_s, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            return Verdict.reject("timeout", f"no result within {timeout_s:.0f} s"), None
+        t0 = time.monotonic()
+        with open(wd / "child.log", "wb") as log:
+            proc = subprocess.Popen(cmd, cwd=str(wd), env=env, stdout=log, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.PIPE, preexec_fn=_limits(memory_limit_mb))
+            # The result must carry this nonce, which the child reads before the candidate is
+            # imported and which never touches the disk: a candidate that writes result.json
+            # itself and exits cannot forge an acceptance.
+            nonce = os.urandom(16).hex()
+            try:
+                proc.stdin.write((nonce + "\n").encode())
+                proc.stdin.close()
+            except OSError:
+                pass
+            try:
+                rc = proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc)
+                proc.wait()
+                return Verdict.reject("timeout", f"no result within {timeout_s:.0f} s"), None
+            finally:
+                _kill_group(proc)   # grandchildren left behind (threads' subprocesses, ...)
         result_path = wd / RESULT_FILE
         if not result_path.exists():
-            tail = (proc.stderr or proc.stdout or "")[-1500:].strip()
-            return Verdict.reject("crash", f"child exited with code {proc.returncode} and no "
-                                           f"result: {tail}"), None
-        result = json.loads(result_path.read_text())
-        return Verdict.from_json(result["verdict"]), Timing.from_json(result.get("timing"))
+            tail = (wd / "child.log").read_text(errors="replace")[-1500:].strip()
+            why = f"signal {-rc}" if rc < 0 else f"code {rc}"
+            reason = "memory" if ("MemoryError" in tail or "std::bad_alloc" in tail) else "crash"
+            return Verdict.reject(reason, f"child exited with {why} and no result: {tail}"), None
+        try:
+            result = json.loads(result_path.read_text())
+        except ValueError:
+            return Verdict.reject("crash", "result.json is not valid JSON"), None
+        if result.get("nonce") != nonce:
+            return Verdict.reject("forbidden_call", "result.json was not written by the harness "
+                                                    "(the candidate wrote it)"), None
+        verdict = Verdict.from_json(result["verdict"])
+        verdict.stats.setdefault("phases", result.get("phases") or {})
+        verdict.stats["phases"]["wall_s"] = round(time.monotonic() - t0, 3)
+        try:
+            _collect_build(result.get("build_dir"), wd)
+        except OSError:
+            pass
+        timing = Timing.from_json(result.get("timing")) if verdict.accepted else None
+        return verdict, timing
     finally:
         if own and not keep:
             shutil.rmtree(wd, ignore_errors=True)

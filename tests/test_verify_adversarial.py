@@ -1,0 +1,58 @@
+"""Every candidate in tests/adversarial/ through the real verifier (one child process each):
+false speedups must be rejected for the right reason, honest rewrites must pass."""
+import re
+from pathlib import Path
+
+import pytest
+
+from torch_cudal1.contracts import Candidate
+from torch_cudal1.task import Task
+from torch_cudal1.verify import evaluate
+
+ADV = Path(__file__).parent / "adversarial"
+FILES = sorted(p for p in ADV.glob("*.py"))
+HEADER = re.compile(r"# task: (\S+)\s+expect: (\S+)")
+# Per-candidate settings that keep the slow failure modes quick.
+SETTINGS = {"hang.py": {"timeout_s": 15}, "memory_hog.py": {"memory_limit_mb": 6144}}
+
+
+@pytest.fixture(scope="module")
+def build_cache(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("build_cache"))
+
+
+def _case(path: Path):
+    src = path.read_text()
+    m = HEADER.match(src)
+    assert m, f"{path.name} lacks the '# task: ... expect: ...' header"
+    return src, Task.from_file(ADV / "tasks" / f"{m.group(1)}.py"), m.group(2)
+
+
+def test_suite_has_both_sides():
+    expects = [_case(p)[2] for p in FILES]
+    assert expects.count("ok") >= 6
+    for reason in ("lazy_output", "stale_output", "async_work", "input_mutated", "output_aliased",
+                   "mismatch", "timer_tampering", "seed_dependent", "nondeterministic",
+                   "forbidden_call", "timeout", "crash", "memory", "build_error"):
+        assert reason in expects, reason
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_candidate_verdict(path, build_cache, monkeypatch):
+    monkeypatch.setenv("CUDA_HOME", "/usr/local/cuda")
+    src, task, expect = _case(path)
+    kw = {"timeout_s": 120, "time_budget_s": 0.3, **SETTINGS.get(path.name, {})}
+    verdict, timing = evaluate(task, Candidate(src, origin=f"test:{path.stem}"),
+                               build_cache_dir=build_cache, **kw)
+    assert verdict.reason == expect, (verdict.reason, verdict.detail)
+    assert verdict.accepted == (expect == "ok")
+    if expect == "ok":
+        assert timing is not None and timing.median_ms > 0 and timing.n >= 10
+        assert verdict.stats["reference"] == "float64"
+    else:
+        assert timing is None
+        assert verdict.detail
+
+
+def test_forbidden_write_left_no_file():
+    assert not (Path.home() / "cudal1_forbidden_write_probe").exists()

@@ -1,0 +1,108 @@
+"""GPU-only verifier and timing checks (run on the device: pytest -m gpu tests/test_verify_gpu.py)."""
+from pathlib import Path
+
+import pytest
+import torch
+
+from torch_cudal1.contracts import Candidate
+from torch_cudal1.task import Task
+from torch_cudal1.verify import evaluate
+
+pytestmark = pytest.mark.gpu
+ADV = Path(__file__).parent / "adversarial"
+TASK = Task.from_file(ADV / "tasks" / "diag_matmul.py")
+
+SIDE_STREAM = '''
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    """Does the work on a side stream and returns without making the caller's stream wait."""
+
+    def __init__(self):
+        super().__init__()
+        self.side = torch.cuda.Stream()
+
+    def forward(self, a, b):
+        out = torch.zeros_like(b)
+        with torch.cuda.stream(self.side):
+            torch.cuda._sleep(20_000_000)
+            torch.mul(a.unsqueeze(1), b, out=out)
+        return out
+'''
+
+SIDE_STREAM_JOINED = SIDE_STREAM.replace("        return out", "        torch.cuda.current_stream().wait_stream(self.side)\n        return out")
+
+CUDA_FAULT = '''
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        idx = torch.full((4,), 1 << 40, dtype=torch.long, device=a.device)
+        return b[idx % (1 << 41)].sum() * 0 + a.unsqueeze(1) * b
+'''
+
+
+def _eval(src, **kw):
+    return evaluate(TASK, Candidate(src, origin="gpu-test"), device="cuda", timeout_s=300,
+                    time_budget_s=0.5, **kw)
+
+
+def test_side_stream_work_is_async_work(tmp_path):
+    v, t = _eval(SIDE_STREAM, build_cache_dir=str(tmp_path))
+    assert v.reason == "async_work", v.detail
+    v, t = _eval(SIDE_STREAM_JOINED, build_cache_dir=str(tmp_path))
+    assert v.accepted, v.detail
+
+
+def test_cuda_fault_is_a_crash_verdict(tmp_path):
+    v, t = _eval(CUDA_FAULT, build_cache_dir=str(tmp_path))
+    assert not v.accepted and v.reason == "crash", (v.reason, v.detail)
+
+
+def test_honest_on_cuda_timing_fields(tmp_path):
+    src = (ADV / "honest_diag_broadcast.py").read_text()
+    v, t = _eval(src, build_cache_dir=str(tmp_path), cuda_graph=True)
+    assert v.accepted, v.detail
+    assert t.method == "cuda_events_l2flush_synced" and t.median_ms > 0
+    assert t.extra["l2_flush_bytes"] >= 64 * 2**20
+    assert t.extra["events_ms"] <= t.median_ms * 1.5
+    assert t.extra.get("cuda_graph_ms", 0) > 0
+
+
+@pytest.mark.parametrize("name", ["empty_reuse.py", "output_buffer_reuse.py", "cache_by_version.py",
+                                  "lazy_subclass.py", "bf16_compute.py"])
+def test_adversarial_rejected_on_cuda(name, tmp_path):
+    v, t = _eval((ADV / name).read_text(), build_cache_dir=str(tmp_path))
+    assert not v.accepted, v.detail
+    expect = (ADV / name).read_text().split("expect: ")[1].split()[0]
+    assert v.reason == expect or (name == "empty_reuse.py" and v.reason in ("nan", "stale_output"))
+
+
+def test_synced_time_counts_side_stream_work():
+    from torch_cudal1.bench.timing import time_callable
+    side = torch.cuda.Stream()
+    x = torch.randn(1024, 1024, device="cuda")
+
+    def fn(x):
+        with torch.cuda.stream(side):
+            torch.cuda._sleep(5_000_000)
+        return x + 1
+    t = time_callable(fn, [[x]], "cuda", budget_s=0.5)
+    assert t.median_ms > 2 * t.extra["events_ms"]
+
+
+@pytest.mark.slow
+def test_native_helpers_build_and_run():
+    from torch_cudal1.bench import native
+    mod = native.build()
+    buf = torch.zeros(1 << 20, dtype=torch.int32, device="cuda")
+    mod.flush_l2(buf, 7)
+    torch.cuda.synchronize()
+    assert int(buf.min()) == 7 and int(buf.max()) == 7
+    r = torch.randn(1000, device="cuda", dtype=torch.float64)
+    err, refn, maxabs, exceed, nonfinite = mod.check_close(r, r.float(), 1e-2, 0.0)
+    assert exceed == 0 and nonfinite == 0 and err / refn < 1e-6

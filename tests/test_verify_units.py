@@ -1,0 +1,163 @@
+"""In-process unit tests of the verifier's parts: comparison, static filter, build-log trimming,
+guards, timing. No child processes."""
+import time
+
+import pytest
+import torch
+
+from torch_cudal1.bench.timing import CheckFailed, quartiles, time_callable
+from torch_cudal1.verify import guards
+from torch_cudal1.verify.compare import check_real_tensor, compare
+from torch_cudal1.verify.errors import classify_exception, trim_build_log
+from torch_cudal1.verify.static import check_source
+
+
+def _hi(x):
+    return x.double()
+
+
+def test_compare_accepts_rounding_and_rejects_bf16():
+    a, b = torch.randn(256, 512), torch.randn(512, 128)
+    hi = a.double() @ b.double()
+    native = a @ b
+    assert compare(native, native, hi)[0] == "ok"
+    bf16 = (a.bfloat16() @ b.bfloat16()).float()
+    reason, detail, stats = compare(native, bf16, hi)
+    assert reason == "mismatch" and stats["rel_error"] > 1e-3
+
+
+def test_zero_or_constant_answer_cannot_hide_under_tolerance():
+    x = torch.randn(64, 64) * 1e-4          # tiny values: an absolute atol would accept zeros
+    assert compare(x, torch.zeros_like(x), _hi(x))[0] == "mismatch"
+    y = torch.relu(torch.randn(64, 64)) + 1.0
+    assert compare(y, torch.ones_like(y), _hi(y))[0] == "mismatch"
+
+
+def test_exact_constant_shortcut_passes_and_near_zero_does_not():
+    x = torch.randn(8, 8)
+    ref = x - x
+    assert compare(ref, torch.zeros_like(x), _hi(ref))[0] == "ok"
+    assert compare(ref, torch.full_like(x, 1e-6), _hi(ref))[0] == "mismatch"
+
+
+def test_structure_dtype_shape_nan_and_stride_option():
+    r = torch.randn(4, 6)
+    assert compare(r, r.double(), _hi(r))[0] == "dtype"
+    assert compare(r, r.flatten(), _hi(r))[0] == "shape"
+    assert compare((r, r), (r,), None)[0] == "shape"
+    bad = r.clone()
+    bad[1, 2] = float("inf")
+    assert compare(r, bad, _hi(r))[0] == "nan"
+    t = r.t()
+    assert compare(t, t.contiguous(), _hi(t))[0] == "ok"                     # default: values only
+    assert compare(t, t.contiguous(), _hi(t), check_stride=True)[0] == "stride"
+    assert compare(3, 3)[0] == "ok" and compare(3, 4)[0] == "mismatch"
+
+
+def test_integer_outputs_exact_with_near_tie_allowance():
+    idx = torch.tensor([0, 1, 2, 3])
+    assert compare(idx, idx.clone(), idx)[0] == "ok"
+    assert compare(idx, torch.tensor([0, 1, 2, 0]), idx)[0] == "mismatch"
+    hi = torch.tensor([0, 1, 2, 0])      # the float64 reference flips one near-tie
+    assert compare(idx, torch.tensor([0, 1, 1, 3]), hi)[0] == "ok"
+
+
+def test_real_tensor_check():
+    class Sub(torch.Tensor):
+        pass
+    assert check_real_tensor(torch.ones(3).as_subclass(Sub), 0)[0] == "lazy_output"
+    assert check_real_tensor(torch.empty(3, device="meta"), 0)[0] == "lazy_output"
+    assert check_real_tensor(torch.ones(3), 0) is None
+    assert check_real_tensor(torch.ones(0), 0) is None
+
+
+@pytest.mark.parametrize("src", [
+    "import subprocess",
+    "import os\nos.system('ls')",
+    "from os import system\nsystem('ls')",
+    "import os as o\no.fork()",
+    "import socket",
+    "import ctypes\nctypes.CDLL('libc.so.6')",
+    "import ctypes\nctypes.cdll.LoadLibrary(None)",
+    "open('/etc/x', 'w')",
+    "open(path, 'wb')",
+    "exec('print(1)')",
+    "import sys\nsys._getframe(1)",
+])
+def test_static_filter_rejects(src):
+    reason, detail = check_source(src)
+    assert reason == "forbidden_call" and "line" in detail
+
+
+def test_static_filter_passes_kernelbench_style_code():
+    src = '''
+import os, ctypes, torch
+from torch.utils.cpp_extension import load_inline
+os.environ["TORCH_CUDA_VERBOSE"] = "0"
+with open("fused_conv_extension.cpp", "w") as f:
+    f.write("...")
+ptr = ctypes.c_void_p()
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        return torch.compile(lambda y: y)(x).eval() if False else x
+'''
+    assert check_source(src) == ("ok", "")
+    assert check_source("def f(:\n")[0] == "build_error"
+
+
+def test_trim_build_log_keeps_first_diagnostics():
+    log = "\n".join(["[1/2] c++ -MMD -isystem /x -c a.cpp -o a.o", "FAILED: a.o"]
+                    + [f"note: include chain {i}" for i in range(50)]
+                    + ["a.cpp:3:5: error: 'foo' was not declared in this scope", "    foo(1);",
+                       "a.cpp:9:1: error: expected ';'", "ninja: build stopped: subcommand failed."])
+    out = trim_build_log(log)
+    assert out.splitlines()[0].startswith("a.cpp:3:5: error")
+    assert "foo(1);" in out and "expected ';'" in out and "-isystem" not in out
+
+
+def test_classify_exception():
+    assert classify_exception(MemoryError())[0] == "memory"
+    assert classify_exception(RuntimeError("CUDA out of memory. Tried"))[0] == "memory"
+    e = RuntimeError("Error building extension 'x': a.cu(3): error: identifier bad")
+    reason, detail = classify_exception(e)
+    assert reason == "build_error" and "a.cu(3): error" in detail
+    assert classify_exception(ValueError("boom"))[0] == "crash"
+
+
+def test_guards_see_replacements():
+    snap = guards.snapshot()
+    assert guards.changed(snap) == []
+    real = time.perf_counter
+    try:
+        time.perf_counter = lambda: 0.0
+        assert "time.perf_counter" in guards.changed(snap)
+    finally:
+        time.perf_counter = real
+    real_m = torch.Tensor.clone
+    try:
+        torch.Tensor.clone = lambda self: self
+        assert "torch.Tensor.clone" in guards.changed(snap)
+    finally:
+        torch.Tensor.clone = real_m
+    assert guards.changed(snap) == []
+
+
+def test_quartiles():
+    assert quartiles([1.0, 2.0, 3.0, 4.0, 5.0]) == (3.0, 2.0)
+    assert quartiles([2.0]) == (2.0, 0.0)
+
+
+def test_time_callable_cpu_and_checks_during_timing():
+    sets = [[torch.randn(64, 64)] for _ in range(3)]
+    t = time_callable(lambda x: x @ x, sets, "cpu", budget_s=0.3)
+    assert t.method == "cpu_perf_counter" and t.n >= 10 and t.median_ms > 0
+    assert t.spread_ms >= 0 and t.extra["input_sets"] == 3
+
+    calls = []
+
+    def check(idx, out):
+        calls.append(idx)
+        if len(calls) == 2:
+            raise CheckFailed("stale_output", "second check")
+    with pytest.raises(CheckFailed):
+        time_callable(lambda x: x + 1, sets, "cpu", budget_s=0.3, check=check)

@@ -1,0 +1,57 @@
+"""``cudal1 verify TASK.py CANDIDATE.py [--device cpu|cuda] [--trials N] [--json]``
+
+Exit 0 when the candidate is accepted, 1 when rejected, 2 on a usage or setup error. With
+``--json`` one JSON object: {"verdict": "accepted"|"rejected", "reason", "detail", "median_ms",
+"spread_ms", "timing", "stats"}.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("verify", help="verify a candidate ModelNew against a KernelBench task",
+                              description=__doc__.split("\n\n")[0])
+    p.add_argument("task", metavar="TASK.py")
+    p.add_argument("candidate", metavar="CANDIDATE.py")
+    p.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
+    p.add_argument("--trials", type=int, default=3, help="fresh input draws (default 3)")
+    p.add_argument("--timeout", type=float, default=300.0, help="child wall-clock limit, s")
+    p.add_argument("--no-time", action="store_true", help="verify only, do not time")
+    p.add_argument("--check-stride", action="store_true", help="require the reference's strides")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..contracts import Candidate
+    from ..verify import evaluate
+    from ._common import check_device, load_task, read_file
+    if args.trials < 1:
+        from . import UsageError
+        raise UsageError("--trials must be at least 1")
+    task = load_task(args.task)
+    source = read_file(args.candidate, "candidate file")
+    device = check_device(args.device)
+    verdict, timing = evaluate(task, Candidate(source, origin=f"file:{args.candidate}"),
+                               device=device, trials=args.trials, timeout_s=args.timeout,
+                               time_it=not args.no_time, check_stride=args.check_stride)
+    out = {"verdict": "accepted" if verdict.accepted else "rejected", "reason": verdict.reason,
+           "detail": verdict.detail,
+           "median_ms": timing.median_ms if timing else None,
+           "spread_ms": timing.spread_ms if timing else None,
+           "timing": timing.to_json() if timing else None, "stats": verdict.stats,
+           "device": device, "task": args.task, "candidate": args.candidate}
+    if args.json:
+        print(json.dumps(out, default=str))
+    else:
+        line = f"{out['verdict']} ({verdict.reason})"
+        if verdict.detail:
+            line += f": {verdict.detail}"
+        print(line)
+        if timing:
+            print(f"time: {timing.median_ms:.4f} ms median, spread {timing.spread_ms:.4f} ms "
+                  f"(IQR, n={timing.n}, {timing.method})")
+    sys.stdout.flush()
+    return 0 if verdict.accepted else 1

@@ -1,0 +1,106 @@
+"""Identity checks of the functions the harness relies on (timers, RNG, comparisons, Tensor
+methods). A candidate runs in the harness's interpreter, so it could replace ``time.perf_counter``
+or ``torch.allclose``; the snapshot is taken before the candidate is imported and compared after
+import, construction, every call and timing -> ``timer_tampering``.
+"""
+from __future__ import annotations
+
+import builtins
+import os
+import random
+import statistics
+import sys
+import threading
+import time
+
+import torch
+
+_TORCH_FUNCS = ("allclose", "isclose", "equal", "manual_seed", "seed", "initial_seed",
+                "get_rng_state", "set_rng_state", "randn", "rand", "randint", "randn_like",
+                "rand_like", "empty", "empty_like", "zeros", "ones", "full", "isfinite", "isnan",
+                "abs", "sub", "norm", "stack", "cat", "as_strided", "clone", "tensor", "is_tensor",
+                "no_grad", "inference_mode", "from_numpy")
+_TENSOR_METHODS = ("clone", "copy_", "cpu", "to", "double", "float", "detach", "numel", "data_ptr",
+                   "abs", "sub", "__sub__", "__eq__", "__ne__", "__lt__", "__gt__", "__le__", "__ge__",
+                   "norm", "isfinite", "isnan", "item", "tolist", "any", "all", "sum", "max", "min",
+                   "contiguous", "stride", "size", "dim", "equal", "allclose", "untyped_storage",
+                   "storage_offset", "is_contiguous", "nan_to_num", "__getitem__", "__setitem__",
+                   "__len__", "__bool__", "__float__", "view", "reshape", "flatten", "fill_", "zero_",
+                   "__torch_function__", "__repr__", "__format__", "element_size", "numpy",
+                   "__deepcopy__", "requires_grad_", "normal_", "uniform_", "random_")
+_TENSOR_PROPERTIES = ("shape", "dtype", "device", "is_cuda", "data", "_version", "is_sparse",
+                      "layout", "requires_grad")
+_CUDA_FUNCS = ("synchronize", "Event", "Stream", "current_stream", "default_stream", "manual_seed",
+               "manual_seed_all", "seed", "get_rng_state", "set_rng_state", "is_available",
+               "empty_cache", "memory_allocated", "stream", "device_count", "CUDAGraph", "graph")
+_EVENT_METHODS = ("record", "elapsed_time", "synchronize", "query", "wait", "__init__", "__new__")
+_MODULE_FUNCS = {
+    time: ("perf_counter", "perf_counter_ns", "time", "time_ns", "monotonic", "monotonic_ns",
+           "process_time", "sleep"),
+    random: ("seed", "random", "getrandbits", "randrange", "SystemRandom", "getstate", "setstate"),
+    os: ("urandom", "getpid", "_exit", "replace", "write", "fsync"),
+    statistics: ("median", "quantiles", "mean"),
+    threading: ("active_count", "enumerate", "Thread"),
+    builtins: ("isinstance", "type", "len", "abs", "max", "min", "sum", "sorted", "float", "int",
+               "open", "print", "getattr", "setattr", "hasattr", "id", "iter", "next", "zip",
+               "range", "repr", "str", "list", "dict", "tuple", "any", "all", "round"),
+}
+_HARNESS_MODULES = ("torch_cudal1.verify.compare", "torch_cudal1.verify.child",
+                    "torch_cudal1.verify.guards", "torch_cudal1.verify.sandbox",
+                    "torch_cudal1.bench.timing", "torch_cudal1.bench.native", "json", "__main__")
+
+
+def _attrs(owner, names):
+    out = {}
+    for n in names:
+        try:
+            out[n] = owner.__dict__[n] if isinstance(owner, type) and n in owner.__dict__ \
+                else getattr(owner, n)
+        except Exception:  # noqa: BLE001 - missing on this build (e.g. no CUDA)
+            continue
+    return out
+
+
+def snapshot() -> dict:
+    """Map "owner.name" -> object. Modules are fetched through sys.modules so that replacing a
+    module object is caught too."""
+    snap: dict = {}
+    for n, v in _attrs(torch, _TORCH_FUNCS).items():
+        snap[f"torch.{n}"] = v
+    for n, v in _attrs(torch.Tensor, _TENSOR_METHODS + _TENSOR_PROPERTIES).items():
+        snap[f"torch.Tensor.{n}"] = v
+    for n, v in _attrs(torch._C.TensorBase, _TENSOR_METHODS + _TENSOR_PROPERTIES).items():
+        snap[f"torch._C.TensorBase.{n}"] = v
+    snap["torch.Tensor"] = torch.Tensor
+    snap["torch.testing.assert_close"] = torch.testing.assert_close
+    for n, v in _attrs(torch.cuda, _CUDA_FUNCS).items():
+        snap[f"torch.cuda.{n}"] = v
+    for n, v in _attrs(torch.cuda.Event, _EVENT_METHODS).items():
+        snap[f"torch.cuda.Event.{n}"] = v
+    for mod, names in _MODULE_FUNCS.items():
+        for n, v in _attrs(mod, names).items():
+            snap[f"{mod.__name__}.{n}"] = v
+    for name in ("torch", "torch.cuda", "time", "random", "os", "json", "threading", "builtins"):
+        snap[f"sys.modules[{name}]"] = sys.modules.get(name)
+    for name in _HARNESS_MODULES:
+        mod = sys.modules.get(name)
+        if mod is None:
+            continue
+        snap[f"sys.modules[{name}]"] = mod
+        for k, v in list(vars(mod).items()):
+            if (callable(v) or isinstance(v, type(os))) and not k.startswith("__"):
+                snap[f"{name}.{k}"] = v
+                if isinstance(v, type) and v.__module__ == mod.__name__:
+                    for m, f in list(vars(v).items()):
+                        if callable(f) or isinstance(f, (staticmethod, classmethod, property)):
+                            snap[f"{name}.{k}.{m}"] = f
+    return snap
+
+
+def changed(before: dict) -> list[str]:
+    """Names whose object is no longer the one in ``before``."""
+    now = snapshot()
+    return [k for k, v in before.items() if now.get(k, _MISSING) is not v]
+
+
+_MISSING = object()
