@@ -1,7 +1,30 @@
-"""The model-free built-in engine (strategies grow in the performance work)."""
+"""The model-free built-in engine.
+
+Round 1 proposes what the task's own graph allows:
+
+* ``builtin:rewrite`` — the task's ATen graph with exact rewrites applied (diagonal products as
+  broadcasts, matrix-chain reassociation, value-range folding, size-1 reductions, dropout/CSE/dead
+  code removal), run eagerly, and ``builtin:rewrite+inductor`` — the same graph through
+  ``torch.compile``. Only when a rewrite removed real work: otherwise they are the baselines again.
+* on a GPU, ``builtin:cudagraph`` — the reference replayed from a CUDA graph.
+
+Round 2 (GPU) wraps the fastest verified non-graph candidate so far (a baseline such as inductor,
+or a rewrite) in CUDA-graph replay, when it is short enough to be launch-bound. Later rounds, or a
+round with nothing new, return [] so the search stops.
+
+Every candidate is Python source of ``class ModelNew`` and goes through the verifier like any
+other; nothing here runs candidate code.
+"""
 from __future__ import annotations
 
+from ...baselines import baseline_candidate
+from ...contracts import Attempt, Candidate
+from ...log import logger
 from ..base import Engine, SearchContext
+from . import cudagraph
+
+# Candidates slower than this (ms) are not launch-bound: a CUDA graph saves ~µs per kernel.
+CUDA_GRAPH_MAX_MS = 5.0
 
 
 class BuiltinEngine(Engine):
@@ -9,6 +32,77 @@ class BuiltinEngine(Engine):
 
     def __init__(self, options=None):
         self.options = options
+        self._proposed: set[str] = set()
 
-    def propose(self, task, history, ctx: SearchContext):
+    # -- round 1 -----------------------------------------------------------------------------
+    def _rewrite_candidates(self, task, ctx: SearchContext) -> list[Candidate]:
+        from ...graph.trace import TraceError, render_candidate_source, trace_task
+        from ...rewrites import apply_rewrites
+        try:
+            traced = trace_task(task, ctx.device)
+            result = apply_rewrites(traced.gm)
+        except TraceError as e:
+            logger.debug("builtin: no graph for %s: %s", task.name, e)
+            return []
+        except Exception as e:  # noqa: BLE001 - a rewrite bug must cost a candidate, not the search
+            logger.warning("builtin: rewriting %s failed: %s: %s", task.name, type(e).__name__, e)
+            return []
+        fired = result.fired
+        if not fired:
+            return []
+        what = ",".join(fired)
+        meta = {"rewrites": result.counts}
+        out = []
+        try:
+            eager = render_candidate_source(task, traced, result.gm,
+                                            doc=f"cudal1 built-in: rewritten graph ({what})")
+            compiled = render_candidate_source(task, traced, result.gm, compile_mode="default",
+                                               doc=f"cudal1 built-in: rewritten graph ({what}) "
+                                                   "through inductor")
+        except TraceError as e:
+            logger.debug("builtin: cannot render %s: %s", task.name, e)
+            return []
+        out.append(Candidate(eager, f"builtin:rewrite({what})", meta=dict(meta)))
+        out.append(Candidate(compiled, f"builtin:rewrite({what})+inductor", meta=dict(meta)))
+        return out
+
+    def _first_round(self, task, ctx: SearchContext) -> list[Candidate]:
+        cands = self._rewrite_candidates(task, ctx)
+        if ctx.device.startswith("cuda"):
+            eager = baseline_candidate(task, "eager")
+            cands.append(Candidate(cudagraph.wrap(eager.source, "the reference in CUDA-graph replay"),
+                                   "builtin:cudagraph"))
+        return cands
+
+    # -- round 2 -----------------------------------------------------------------------------
+    def _graph_round(self, history: list[Attempt], ctx: SearchContext) -> list[Candidate]:
+        if not ctx.device.startswith("cuda"):
+            return []
+        done = {a.candidate.origin for a in history}
+        ok = [a for a in history if a.verdict.accepted and a.timing is not None
+              and "cudagraph" not in a.candidate.origin
+              and a.candidate.origin != "baseline:eager"          # wrapped in round 1 already
+              and "reduce-overhead" not in a.candidate.origin]    # already a CUDA graph
+        ok.sort(key=lambda a: a.timing.median_ms)
+        for best in ok[:1]:
+            if best.timing.median_ms > CUDA_GRAPH_MAX_MS:
+                return []
+            origin = best.candidate.origin.replace("baseline:", "") + "+cudagraph"
+            origin = origin if origin.startswith("builtin:") else "builtin:" + origin
+            if origin in done:
+                return []
+            return [Candidate(cudagraph.wrap(best.candidate.source,
+                                             f"{best.candidate.origin} in CUDA-graph replay"),
+                              origin, meta={"wraps": best.candidate.origin})]
         return []
+
+    def propose(self, task, history, ctx: SearchContext) -> list[Candidate]:
+        if ctx.round == 1:
+            cands = self._first_round(task, ctx)
+        elif ctx.round == 2:
+            cands = self._graph_round(history, ctx)
+        else:
+            cands = []
+        fresh = [c for c in cands if c.source_hash not in self._proposed]
+        self._proposed.update(c.source_hash for c in fresh)
+        return fresh

@@ -1,0 +1,309 @@
+"""KernelBench runner: eager, inductor, cudal1 (built-in engine) and cudal1 (replayed CUDA-L1
+solutions) on every task, with roofline floors.
+
+    PYTHONPATH=. python3 benchmarks/kernelbench_runner.py [--level 1] [--slice 0:20] [--fast]
+        [--tasks DIR] [--out DIR] [--device cuda] [--task-timeout 240]
+
+Per task, one ``run_search`` with the built-in engine measures the eager and inductor baselines
+and the built-in candidates; the CUDA-L1 solution is then served by the replay engine (or taken
+from ``custom_code`` directly) and verified + timed once, and "cudal1 replay" is the faster of it
+and the best baseline — what the backend would pick. Results are appended per task to
+``results.jsonl`` (a rerun skips done tasks); ``summary.md`` is rewritten after every task.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+from torch_cudal1.contracts import Candidate  # noqa: E402
+from torch_cudal1.options import Options  # noqa: E402
+from torch_cudal1.task import Task  # noqa: E402
+
+DEFAULT_DATA = ROOT.parent / "shared" / "kernelbench" / "cudal1_h100_dev.jsonl"
+FASTER = 1.0   # a speedup above this counts as "faster"
+
+
+# -- tasks ------------------------------------------------------------------------------------
+def load_tasks(args) -> list[dict]:
+    rows = []
+    if args.tasks:
+        for p in sorted(Path(args.tasks).glob("*.py")):
+            level = 0
+            for part in p.parts:
+                if part.startswith("level") and part[5:].isdigit():
+                    level = int(part[5:])
+            rows.append({"id": p.stem, "level": level, "ref_code": p.read_text(), "custom_code": None})
+    else:
+        for line in Path(args.data).read_text().splitlines():
+            if line.strip():
+                r = json.loads(line)
+                rows.append({"id": f"L{r['level_id']}_{r['task_id']}", "level": int(r["level_id"]),
+                             "ref_code": r["ref_code"], "custom_code": r.get("custom_code"),
+                             "published_speedup": r.get("score_default")})
+    if args.level:
+        rows = [r for r in rows if r["level"] == args.level]
+    if args.slice:
+        a, _, b = args.slice.partition(":")
+        rows = rows[int(a) if a else None: int(b) if b else None]
+    return rows
+
+
+# -- ceilings and work counts ------------------------------------------------------------------
+def _time_device(fn, device, reps=10) -> float:
+    """Median seconds of ``fn()``."""
+    fn()
+    times = []
+    for _ in range(reps):
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            fn()
+            e.record()
+            e.synchronize()
+            times.append(s.elapsed_time(e) / 1e3)
+        else:
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def measure_ceilings(device: str) -> dict:
+    """Bandwidth of a large device copy (bytes read + written per second) and the throughput of a
+    large bf16 matmul (FLOP/s): the two roofs of the roofline."""
+    gpu = device.startswith("cuda")
+    n = (1 << 28) if gpu else (1 << 24)            # 1 GiB / 64 MiB of fp32
+    src = torch.empty(n, dtype=torch.float32, device=device).fill_(1.0)
+    dst = torch.empty_like(src)
+    t = _time_device(lambda: dst.copy_(src), device)
+    bw = 2 * src.numel() * src.element_size() / t
+    del src, dst
+    m = 8192 if gpu else 1024
+    a = torch.randn(m, m, device=device, dtype=torch.bfloat16)
+    b = torch.randn(m, m, device=device, dtype=torch.bfloat16)
+    t = _time_device(lambda: a @ b, device, reps=10 if gpu else 3)
+    return {"device": device, "bandwidth_Bps": bw, "peak_flops": 2 * m ** 3 / t,
+            "name": torch.cuda.get_device_name(device) if gpu else "cpu"}
+
+
+def count_work(source: str) -> dict:
+    """FLOPs (FlopCounterMode) and bytes (inputs, parameters, outputs) of one reference call, on
+    the meta device: no memory, no kernels."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from torch_cudal1.task import load_source
+    mod = load_source(source, f"kb_work_{abs(hash(source))}")
+    with torch.device("meta"):
+        model = mod.Model(*mod.get_init_inputs()).eval()
+        inputs = mod.get_inputs()
+    nbytes = lambda ts: sum(t.numel() * t.element_size() for t in ts if isinstance(t, torch.Tensor))  # noqa: E731
+    with torch.no_grad(), FlopCounterMode(display=False) as fc:
+        out = model(*inputs)
+    leaves = torch.utils._pytree.tree_leaves(out)
+    state = list(model.parameters()) + list(model.buffers())
+    return {"flops": int(fc.get_total_flops()),
+            "bytes": int(nbytes(inputs) + nbytes(state) + nbytes(leaves))}
+
+
+# -- one task -----------------------------------------------------------------------------------
+def replay_candidate(row: dict, task: Task, data_path: str | None, device: str):
+    """The CUDA-L1 solution: from the replay engine when it serves one, else ``custom_code``."""
+    if not row.get("custom_code"):
+        return None
+    try:
+        from torch_cudal1.engines.base import SearchContext
+        from torch_cudal1.engines.replay import ReplayEngine
+        eng = ReplayEngine(Options.resolve({"engine": "replay", "replay_file": data_path}))
+        cands = eng.propose(task, [], SearchContext(device=device, round=1, samples=1))
+        if cands and not cands[0].meta.get("failed"):
+            return cands[0]
+    except Exception as e:  # noqa: BLE001 - the engine is optional here
+        print(f"  replay engine unavailable ({type(e).__name__}: {e}); using custom_code", flush=True)
+    return Candidate(row["custom_code"], "replay:custom_code", round=1)
+
+
+def run_task(row: dict, args, ceilings: dict) -> dict:
+    from torch_cudal1.search import SearchError, run_search
+    from torch_cudal1.verify import evaluate
+    task = Task(source=row["ref_code"], name=row["id"])
+    rec = {"id": row["id"], "level": row["level"], "published_speedup": row.get("published_speedup")}
+    t0 = time.monotonic()
+    try:
+        rec.update(count_work(row["ref_code"]))
+    except Exception as e:  # noqa: BLE001 - some references do not run on meta tensors
+        rec["work_error"] = f"{type(e).__name__}: {str(e)[:200]}"
+    baselines = "eager,inductor" + (",inductor-max-autotune" if args.max_autotune else "")
+    opts = Options.resolve({
+        "engine": "builtin", "baselines": baselines, "rounds": args.rounds,
+        "trials": 2 if args.fast else 3, "time_budget_s": args.task_timeout,
+        "verify_timeout_s": min(args.task_timeout, 300.0), "progress": False,
+        "cache_dir": str(Path(args.out) / "cache")})
+    lines = []
+    try:
+        res = run_search(task, opts, args.device, key=row["id"], progress=lines.append)
+    except SearchError as e:
+        rec.update(status="reference_failed", error=str(e)[:500], seconds=time.monotonic() - t0)
+        return rec
+    try:
+        w = res.winner
+        rec.update(status="ok", eager_ms=res.eager_ms, inductor_ms=res.inductor_ms,
+                   builtin_ms=w.timing.median_ms, builtin_winner=w.candidate.origin,
+                   builtin_correct=bool(w.verdict.accepted),
+                   attempts=[{"origin": a.candidate.origin, "reason": a.verdict.reason,
+                              "ms": a.timing.median_ms if a.timing else None}
+                             for a in res.attempts])
+        base_ms = min(a.timing.median_ms for a in res.attempts
+                      if a.candidate.origin.startswith("baseline:") and a.timing)
+        cand = None if args.no_replay else replay_candidate(row, task, args.data, args.device)
+        rec["replay_ms"] = base_ms
+        rec["replay_winner"] = "baseline"
+        if cand is not None:
+            budget = max(30.0, args.task_timeout - (time.monotonic() - t0))
+            verdict, timing = evaluate(task, cand, device=args.device, trials=opts.trials,
+                                       timeout_s=min(budget, 300.0))
+            rec["replay_candidate"] = {"origin": cand.origin, "accepted": verdict.accepted,
+                                       "reason": verdict.reason, "detail": verdict.detail[:300],
+                                       "ms": timing.median_ms if timing else None}
+            if verdict.accepted and timing and timing.median_ms < base_ms:
+                rec["replay_ms"], rec["replay_winner"] = timing.median_ms, cand.origin
+    finally:
+        res.cleanup()
+    if "flops" in rec and ceilings:
+        floor_s = max(rec["bytes"] / ceilings["bandwidth_Bps"], rec["flops"] / ceilings["peak_flops"])
+        rec["floor_ms"] = floor_s * 1e3
+        rec["roofline_fraction"] = rec["floor_ms"] / rec["builtin_ms"] if rec.get("builtin_ms") else None
+    rec["seconds"] = round(time.monotonic() - t0, 1)
+    return rec
+
+
+# -- summary ------------------------------------------------------------------------------------
+def _geo(xs):
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def summarize(records: list[dict]) -> dict:
+    out = {}
+    levels = sorted({r["level"] for r in records})
+    for key in [f"level {lv}" for lv in levels] + ["overall"]:
+        rs = [r for r in records if key == "overall" or f"level {r['level']}" == key]
+        ok = [r for r in rs if r.get("status") == "ok" and r.get("eager_ms") and r.get("inductor_ms")]
+        row = {"tasks": len(rs), "measured": len(ok),
+               "incorrect": sum(1 for r in rs if r.get("status") == "ok" and not r.get("builtin_correct")),
+               "reference_failed": sum(1 for r in rs if r.get("status") == "reference_failed"),
+               "replay_rejected": sum(1 for r in rs if r.get("replay_candidate")
+                                      and not r["replay_candidate"]["accepted"])}
+        for name, col in (("inductor", "inductor_ms"), ("cudal1_builtin", "builtin_ms"),
+                          ("cudal1_replay", "replay_ms")):
+            se = [r["eager_ms"] / r[col] for r in ok if r.get(col)]
+            si = [r["inductor_ms"] / r[col] for r in ok if r.get(col)]
+            row[name] = {"geomean_vs_eager": _geo(se), "geomean_vs_inductor": _geo(si),
+                         "median_vs_eager": statistics.median(se) if se else float("nan"),
+                         "faster_than_eager": sum(x > FASTER for x in se) / len(se) if se else float("nan"),
+                         "faster_than_inductor": sum(x > FASTER for x in si) / len(si) if si else float("nan")}
+        fr = [r["roofline_fraction"] for r in ok if r.get("roofline_fraction")]
+        row["roofline_fraction_median"] = statistics.median(fr) if fr else float("nan")
+        out[key] = row
+    return out
+
+
+def write_markdown(records: list[dict], summary: dict, ceilings: dict, path: Path) -> None:
+    L = [f"# KernelBench: eager vs inductor vs cudal1 ({ceilings.get('name', '?')})", ""]
+    if ceilings:
+        L.append(f"Ceilings: copy bandwidth {ceilings['bandwidth_Bps'] / 1e9:.0f} GB/s, bf16 matmul "
+                 f"{ceilings['peak_flops'] / 1e12:.3g} TFLOP/s.")
+        L.append("")
+    L += ["| set | tasks | measured | incorrect | impl | geomean vs eager | geomean vs inductor | "
+          "median vs eager | faster than eager | faster than inductor |",
+          "|---|---|---|---|---|---|---|---|---|---|"]
+    for key, row in summary.items():
+        for impl in ("inductor", "cudal1_builtin", "cudal1_replay"):
+            s = row[impl]
+            L.append(f"| {key} | {row['tasks']} | {row['measured']} | {row['incorrect']} | {impl} | "
+                     f"{s['geomean_vs_eager']:.3f} | {s['geomean_vs_inductor']:.3f} | "
+                     f"{s['median_vs_eager']:.3f} | {s['faster_than_eager']:.0%} | "
+                     f"{s['faster_than_inductor']:.0%} |")
+    L += ["", "Replayed CUDA-L1 solutions rejected by the verifier: "
+          + ", ".join(f"{k}: {v['replay_rejected']}" for k, v in summary.items()), "",
+          "| task | eager ms | inductor ms | cudal1 builtin ms | winner | cudal1 replay ms | replay verdict "
+          "| floor ms | of roofline |", "|---|---|---|---|---|---|---|---|---|"]
+    f = lambda x, p=4: "-" if x is None else f"{x:.{p}f}"  # noqa: E731
+    for r in records:
+        rc = r.get("replay_candidate") or {}
+        L.append(f"| {r['id']} | {f(r.get('eager_ms'))} | {f(r.get('inductor_ms'))} | "
+                 f"{f(r.get('builtin_ms'))} | {r.get('builtin_winner', r.get('status'))} | "
+                 f"{f(r.get('replay_ms'))} | {rc.get('reason', '-')} | {f(r.get('floor_ms'))} | "
+                 f"{f(r.get('roofline_fraction'), 3)} |")
+    path.write_text("\n".join(L) + "\n")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", default=str(DEFAULT_DATA), help="KernelBench jsonl (ref_code, custom_code)")
+    ap.add_argument("--tasks", help="a folder of KernelBench-format *.py tasks instead of --data")
+    ap.add_argument("--level", type=int)
+    ap.add_argument("--slice", help="A:B over the selected tasks")
+    ap.add_argument("--out", default=os.environ.get("OUT") or str(ROOT / "benchmarks" / "results"))
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--task-timeout", type=float, default=240.0, help="seconds per task (search)")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--fast", action="store_true", help="fewer input draws (2) per verification")
+    ap.add_argument("--max-autotune", action="store_true", help="also the inductor max-autotune baseline")
+    ap.add_argument("--no-replay", action="store_true", help="skip the CUDA-L1 solutions")
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    # (No TORCHINDUCTOR_CACHE_DIR under --out: the verifier's sandbox only lets candidates write
+    # in their own work dirs, and an inductor cache elsewhere reads as a forbidden write.)
+    results = out / "results.jsonl"
+    done = {}
+    if results.exists():
+        for line in results.read_text().splitlines():
+            if line.strip():
+                r = json.loads(line)
+                done[r["id"]] = r
+    cpath = out / "ceilings.json"
+    if cpath.exists() and json.loads(cpath.read_text()).get("device") == args.device:
+        ceilings = json.loads(cpath.read_text())
+    else:
+        ceilings = measure_ceilings(args.device)
+        cpath.write_text(json.dumps(ceilings, indent=1))
+        if args.device.startswith("cuda"):
+            torch.cuda.empty_cache()   # the verifier's children need the memory
+    rows = load_tasks(args)
+    print(f"{len(rows)} tasks ({sum(r['id'] in done for r in rows)} done) on {args.device}; "
+          f"results in {out}", flush=True)
+    for row in rows:
+        if row["id"] in done:
+            continue
+        rec = run_task(row, args, ceilings)
+        done[rec["id"]] = rec
+        with results.open("a") as fh:
+            fh.write(json.dumps(rec) + "\n")
+        print(f"{rec['id']}: {rec.get('status')} eager {rec.get('eager_ms')} inductor "
+              f"{rec.get('inductor_ms')} builtin {rec.get('builtin_ms')} ({rec.get('builtin_winner')}) "
+              f"replay {rec.get('replay_ms')} [{rec.get('seconds')} s]", flush=True)
+        selected = [done[r["id"]] for r in rows if r["id"] in done]
+        write_markdown(selected, summarize(selected), ceilings, out / "summary.md")
+    selected = [done[r["id"]] for r in rows if r["id"] in done]
+    summary = summarize(selected)
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    write_markdown(selected, summary, ceilings, out / "summary.md")
+    print((out / "summary.md").read_text())
+    return 1 if any(v["incorrect"] for v in summary.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,41 @@
+"""CPU smoke test of the KernelBench runner on two tiny level-1 tasks (skipped without data)."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tiny_rows(rows, n=2):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from kernelbench_runner import count_work
+    sized = []
+    for r in rows:
+        if r["level_id"] == 1:
+            try:
+                sized.append((count_work(r["ref_code"])["bytes"], r["task_id"], r))
+            except Exception:  # noqa: BLE001
+                continue
+    sized.sort(key=lambda x: (x[0], x[1]))
+    return [r for _, _, r in sized[:n]]
+
+
+def test_runner_smoke_on_cpu(kernelbench_rows, tmp_path):
+    rows = _tiny_rows(kernelbench_rows)
+    data = tmp_path / "tiny.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out"
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "kernelbench_runner.py"), "--data", str(data),
+           "--device", "cpu", "--fast", "--out", str(out), "--task-timeout", "200"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=str(ROOT))
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    recs = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert len(recs) == 2 and all(r["status"] == "ok" and r["builtin_correct"] for r in recs)
+    assert all(r["eager_ms"] > 0 and r["floor_ms"] > 0 and "replay_ms" in r for r in recs)
+    md = (out / "summary.md").read_text()
+    assert "overall" in md and "cudal1_builtin" in md
+    # resumable: a second run skips both tasks
+    p2 = subprocess.run(cmd + ["--no-replay"], capture_output=True, text=True, timeout=300, cwd=str(ROOT))
+    assert p2.returncode == 0 and "(2 done)" in p2.stdout
+    assert len((out / "results.jsonl").read_text().splitlines()) == 2

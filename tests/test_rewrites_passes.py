@@ -1,0 +1,140 @@
+"""Each rewrite on a small traced task: it fires where it applies (and the rewritten graph
+computes the same values), and leaves graphs where it does not apply alone."""
+import pytest
+import torch
+
+from torch_cudal1.graph.trace import trace_task
+from torch_cudal1.rewrites import apply_rewrites
+from torch_cudal1.task import Task
+
+HEAD = "import torch\nimport torch.nn as nn\n\n"
+
+
+def _task(forward: str, inputs: str, init: str = "[]", init_body: str = "") -> Task:
+    src = (HEAD + "class Model(nn.Module):\n    def __init__(self, *a):\n        super().__init__()\n"
+           + (init_body or "") + "\n    def forward(self, " + forward + "\n\n"
+           + f"def get_inputs():\n    return {inputs}\n\ndef get_init_inputs():\n    return {init}\n")
+    return Task(source=src, name="t")
+
+
+def _ops(gm):
+    return [str(n.target) for n in gm.graph.nodes if n.op == "call_function"]
+
+
+def _check_same(task, traced, gm):
+    """The rewritten graph agrees with the reference module on a real input draw."""
+    import torch.utils._pytree as pytree
+    mod = task.load()
+    torch.manual_seed(0)
+    model = mod.Model(*mod.get_init_inputs()).eval()
+    inputs = mod.get_inputs()
+    with torch.no_grad():
+        ref = model(*inputs)
+        state = [t for _, t in model.named_parameters()] + [t for _, t in model.named_buffers()]
+        out = gm(*state, *inputs)
+    got = pytree.tree_unflatten(list(out), pytree.treespec_loads(traced.out_spec))
+    for r, g in zip(pytree.tree_leaves(ref), pytree.tree_leaves(got)):
+        torch.testing.assert_close(g, r, rtol=1e-4, atol=1e-5)
+
+
+CASES = {
+    "diag_broadcast": (_task("a, b):\n        return torch.diag(a) @ b, b @ torch.diag(a)",
+                             "[torch.randn(16), torch.randn(16, 16)]"),
+                       "aten.mm"),
+    "matrix_chain": (_task("a, b, x):\n        return (a @ b) @ x",
+                           "[torch.randn(32, 32), torch.randn(32, 32), torch.randn(32, 1)]"),
+                     None),
+    "value_range": (_task("x):\n        y = torch.relu(x)\n        "
+                          "return torch.clamp(y, min=-1.0) + torch.min(y, torch.tensor(0.0))",
+                          "[torch.randn(4, 5)]"),
+                    "aten.minimum"),
+    "size_one_reduction": (_task("x):\n        return torch.sum(x, dim=1), torch.softmax(x, dim=1), "
+                                 "torch.amax(x, dim=1, keepdim=True)",
+                                 "[torch.randn(4, 1, 3)]"),
+                           "aten._softmax"),
+    "cse": (_task("x):\n        return torch.exp(x) + torch.exp(x)", "[torch.randn(4, 5)]"), None),
+    "dead_code": (_task("x):\n        unused = torch.exp(x)\n        return x * 2", "[torch.randn(4, 5)]"),
+                  "aten.exp"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_rewrite_fires_and_is_exact(name):
+    task, gone = CASES[name]
+    traced = trace_task(task, "cpu")
+    result = apply_rewrites(traced.gm)
+    assert name in result.fired, result.counts
+    if gone:
+        assert not any(op.startswith(gone + ".") for op in _ops(result.gm)), result.gm.code
+    _check_same(task, traced, result.gm)
+
+
+def test_matrix_chain_picks_cheap_order():
+    task, _ = CASES["matrix_chain"]
+    gm = apply_rewrites(trace_task(task, "cpu").gm).gm
+    mms = [n for n in gm.graph.nodes if n.op == "call_function" and "mm" in str(n.target)]
+    # a @ (b @ x): the first product computed is b @ x (a placeholder times a placeholder, 32x1)
+    first = mms[0]
+    assert tuple(first.meta["val"].shape) == (32, 1)
+
+
+def test_value_range_folds_constant_and_drops_its_producer():
+    task = _task("x):\n        return torch.minimum(torch.relu(x @ x), torch.zeros(()))",
+                 "[torch.randn(6, 6)]")
+    traced = trace_task(task, "cpu")
+    gm = apply_rewrites(traced.gm).gm
+    ops = _ops(gm)
+    assert "aten.mm.default" not in ops and "aten.full.default" in ops, gm.code
+    _check_same(task, traced, gm)
+
+
+def test_bounds_that_can_bind_are_kept():
+    # clamp(x, min=0) on an unbounded x and min(x, relu(y)) must stay.
+    task = _task("x, y):\n        return torch.clamp(x, min=0.0) + torch.min(x, torch.relu(y))",
+                 "[torch.randn(4, 5), torch.randn(4, 5)]")
+    result = apply_rewrites(trace_task(task, "cpu").gm)
+    assert not result.fired
+    assert "aten.clamp.default" in _ops(result.gm) and "aten.minimum.default" in _ops(result.gm)
+
+
+@pytest.mark.parametrize("forward,inputs", [
+    ("a, b):\n        return a @ b", "[torch.randn(8, 8), torch.randn(8, 8)]"),
+    ("x):\n        return torch.sum(x, dim=1)", "[torch.randn(4, 3)]"),
+    ("a, b, c):\n        return (a @ b) @ c", "[torch.randn(2, 64), torch.randn(64, 2), torch.randn(2, 64)]"),
+])
+def test_no_rewrite_where_none_applies(forward, inputs):
+    result = apply_rewrites(trace_task(_task(forward, inputs), "cpu").gm)
+    assert result.fired == [], result.counts
+
+
+def test_outputs_never_alias_inputs_after_rewrites():
+    task = _task("x):\n        return torch.sum(x, dim=1, keepdim=True)", "[torch.randn(4, 1)]")
+    gm = apply_rewrites(trace_task(task, "cpu").gm).gm
+    x = torch.randn(4, 1)
+    (out,) = gm(x)
+    assert torch.equal(out, x) and out.data_ptr() != x.data_ptr()
+
+
+def dropout_graph_task():
+    """A rendered task whose graph still holds inference-mode dropout (make_fx would have
+    decomposed it away; graphs from elsewhere may keep it)."""
+    import torch.fx as fx
+    from torch_cudal1.graph.render import render_task
+    g = fx.Graph()
+    x = g.placeholder("x")
+    d = g.call_function(torch.ops.aten.dropout.default, (x, 0.5, False))
+    y = g.call_function(torch.ops.aten.mul.Tensor, (d, 2.0))
+    g.output([y])
+    gm = fx.GraphModule(torch.nn.Module(), g)
+    return render_task(gm, [torch.randn(4, 5)], name="dropout")
+
+
+def test_noop_dropout_on_a_task_graph():
+    task = dropout_graph_task()
+    traced = trace_task(task, "cpu")
+    assert traced.from_task_graph
+    result = apply_rewrites(traced.gm)
+    assert "noop_dropout" in result.fired
+    assert "aten.dropout.default" not in _ops(result.gm)
+    x = torch.randn(4, 5)
+    torch.testing.assert_close(result.gm(x)[0], x * 2)

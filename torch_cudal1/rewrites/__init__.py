@@ -1,0 +1,77 @@
+"""Exact mathematical rewrites of functional ATen graphs that remove work.
+
+Each rewrite is a small module with ``run(gm) -> changes``; ``apply_rewrites`` runs them to a
+fixed point, re-propagating fake values between passes and removing dead code after each, and
+reports which ones fired. A rewrite that only re-describes memory (views) does not count as
+firing: the built-in engine proposes a rewritten graph only when real work was removed.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+import torch.fx as fx
+
+from . import cleanup, cse, diag, matrix_chain, outputs, size_one, value_range
+from ._util import dead_code
+
+# (name, pass, counts as removing work)
+PASSES = [
+    ("noop_dropout", cleanup.noop_dropout, True),
+    ("identity_views", cleanup.identity_views, False),
+    ("needless_copies", cleanup.needless_copies, True),
+    ("cse", cse.run, True),
+    ("diag_broadcast", diag.run, True),
+    ("matrix_chain", matrix_chain.run, True),
+    ("value_range", value_range.run, True),
+    ("size_one_reduction", size_one.run, True),
+]
+NAMES = [p[0] for p in PASSES]
+
+
+@dataclass
+class RewriteResult:
+    gm: fx.GraphModule
+    counts: dict = field(default_factory=dict)     # name -> changes made (dead_code included)
+
+    @property
+    def fired(self) -> list[str]:
+        """Rewrites that removed real work."""
+        significant = {name for name, _, sig in PASSES if sig} | {"dead_code"}
+        return [k for k, v in self.counts.items() if v and k in significant]
+
+
+def _refresh(gm: fx.GraphModule) -> None:
+    from ..graph.trace import propagate_meta
+    gm.graph.lint()
+    gm.recompile()
+    propagate_meta(gm)
+
+
+def apply_rewrites(gm: fx.GraphModule, only: list[str] | None = None,
+                   max_rounds: int = 4) -> RewriteResult:
+    """Rewrite a copy of ``gm`` (whose nodes carry fake ``meta['val']``)."""
+    gm = copy.deepcopy(gm)
+    counts: dict = {}
+    passes = [p for p in PASSES if only is None or p[0] in only]
+    # Dead code present in the trace itself (unused results of the user's code) is work too.
+    counts["dead_code"] = dead_code(gm)
+    _refresh(gm)
+    for _ in range(max_rounds):
+        changed = False
+        for name, fn, _sig in passes:
+            n = fn(gm)
+            if n:
+                counts[name] = counts.get(name, 0) + n
+                counts["dead_code"] += dead_code(gm)
+                _refresh(gm)
+                changed = True
+        if not changed:
+            break
+    outputs.protect(gm)
+    dead_code(gm)
+    _refresh(gm)
+    return RewriteResult(gm, counts)
+
+
+__all__ = ["apply_rewrites", "RewriteResult", "PASSES", "NAMES"]
