@@ -56,6 +56,11 @@ def load_tasks(args) -> list[dict]:
     if args.slice:
         a, _, b = args.slice.partition(":")
         rows = rows[int(a) if a else None: int(b) if b else None]
+    if getattr(args, "ids", None):
+        want = args.ids.split(",")
+        rows = sorted((r for r in rows if r["id"] in want), key=lambda r: want.index(r["id"]))
+    if getattr(args, "stride", 1) > 1:   # a spread-out sample: every K-th task
+        rows = rows[:: args.stride]
     return rows
 
 
@@ -262,7 +267,12 @@ def main(argv=None) -> int:
     ap.add_argument("--fast", action="store_true", help="fewer input draws (2) per verification")
     ap.add_argument("--max-autotune", action="store_true", help="also the inductor max-autotune baseline")
     ap.add_argument("--no-replay", action="store_true", help="skip the CUDA-L1 solutions")
+    ap.add_argument("--ids", help="comma-separated task ids (L1_12,...), run in that order")
+    ap.add_argument("--stride", type=int, default=1, help="every K-th selected task")
+    ap.add_argument("--max-seconds", type=float, default=0,
+                    help="start no new task after this long (resume with another run)")
     args = ap.parse_args(argv)
+    started = time.monotonic()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     # (No TORCHINDUCTOR_CACHE_DIR under --out: the verifier's sandbox only lets candidates write
@@ -288,6 +298,9 @@ def main(argv=None) -> int:
     for row in rows:
         if row["id"] in done:
             continue
+        if args.max_seconds and time.monotonic() - started > args.max_seconds:
+            print(f"stopping: --max-seconds {args.max_seconds:.0f} reached", flush=True)
+            break
         rec = run_task(row, args, ceilings)
         done[rec["id"]] = rec
         with results.open("a") as fh:

@@ -49,6 +49,9 @@ def parse_args(argv=None):
     p.add_argument("--native", action="store_true", help="build the native helpers first")
     p.add_argument("--max-seconds", type=float, default=450.0,
                    help="stop starting new work after this long (resume with another run)")
+    p.add_argument("--ids", help="comma-separated task keys (L2_80,L1_12,...) instead of --slice")
+    p.add_argument("--top-published", type=int, default=0,
+                   help="the N solutions with the largest published speedups (most suspect first)")
     return p.parse_args(argv)
 
 
@@ -86,7 +89,13 @@ def run(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     results_path = out / RESULTS
     rows = [json.loads(x) for x in Path(args.data).read_text().splitlines() if x.strip()]
-    todo = [r for r in _slice(rows, args.slice) if _key(r) not in _done(results_path)]
+    picked = _slice(rows, args.slice)
+    if args.ids:
+        picked = [r for r in rows if _key(r) in args.ids.split(",")]
+    if args.top_published:
+        picked = sorted((r for r in picked if r.get("custom_code")),
+                        key=lambda r: -(r.get("score_default") or 0))[: args.top_published]
+    todo = [r for r in picked if _key(r) not in _done(results_path)]
     start = time.monotonic()
     print(f"{len(todo)} tasks to run (slice {args.slice}, results in {results_path})", flush=True)
     if args.native:
