@@ -48,7 +48,7 @@ def models(device: str, kb_rows: list) -> list[tuple[str, str]]:
                       "model = SmallCNN()\ninputs = [torch.randn(32, 3, 64, 64)]"),
     ]
     for row in kb_rows:
-        name = f"kb_L{row['level_id']}_T{row['task_id']}"
+        name = f"kb_L{row['level_id']}_{row['task_id']}"
         src = row["ref_code"]
         out.append((name, f"_ns = {{}}\nexec({src!r}, _ns)\n"
                           "model = _ns['Model'](*_ns['get_init_inputs']())\n"

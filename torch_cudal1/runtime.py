@@ -82,4 +82,11 @@ def instantiate(source: str, entry_dir: Path, device: str, module_name: str):
 
 
 def store_for(options) -> CacheStore:
-    return CacheStore(options.cache_path)
+    """The local cache dir; with ``remote_cache`` set, the same dir backed by the shared tier."""
+    store = CacheStore(options.cache_path)
+    url = getattr(options, "remote_cache", None)
+    if url:
+        from .cache.tiered import TieredStore
+        store = TieredStore.from_url(store, url, getattr(options, "remote_timeout_s", 5.0),
+                                     getattr(options, "remote_secret", None))
+    return store
