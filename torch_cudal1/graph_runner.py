@@ -93,15 +93,20 @@ class GraphRunner:
             key = cache_key(fields)
             store = store_for(opts)
             entry = store.load(key)
+            if entry is not None and not self._trusted(store, entry):
+                entry = None
             SEEN_KEYS.append({"key": key, "graph": self.graph_id, "device": device,
                               "hit": entry is not None, "fields": fields})
+            if PEEK.active:        # `cudal1 cache explain`: record the key, load and search nothing
+                return self.fallback()
             if entry is not None:
+                store.touch(key)
                 return self._from_entry(entry, device)
             STATS["cache_misses"] += 1
             if opts.mode == "cache-only":
-                logger.warning("cache miss for graph %s (key %s) in cache-only mode: running the "
-                               "%s fallback", self.graph_id[:12], key, opts.fallback)
+                self._cache_only_miss(store, fields, key)
                 return self._wrap(self.fallback())
+            logger.info("cache miss for %s: %s", key, _miss_reason(store, fields))
             if opts.mode == "async":
                 return self._search_async(full, fields, key, device)
             return self._search(full, fields, key, device)
@@ -114,6 +119,31 @@ class GraphRunner:
                            opts.fallback, log)
             STATS["fallbacks"] += 1
             return self._wrap(self.fallback())
+
+    def _trusted(self, store, entry) -> bool:
+        """Entries are code: load them only from a directory this user owns, or when told to."""
+        if self.options.trust_cache_dir:
+            return True
+        problem = store.trust_problem(entry.path)
+        if problem is None:
+            return True
+        STATS["untrusted_entries"] += 1
+        if _once(("untrusted", str(store.root))):
+            logger.warning("cache dir %s is not trusted (%s): its entries are code and are not "
+                           "loaded; treating them as misses. Set options={'trust_cache_dir': True} "
+                           "or CUDAL1_TRUST_CACHE_DIR=1 if you trust it", store.root, problem)
+        return False
+
+    def _cache_only_miss(self, store, fields: dict, key: str) -> None:
+        STATS["cache_only_misses"] += 1
+        if _once("cache-only"):
+            logger.warning("cache miss for graph %s (key %s) in cache-only mode: running the %s "
+                           "fallback (%s). Further cache-only misses of this process are counted "
+                           "in torch_cudal1.stats()['cache_only_misses'], not logged",
+                           self.graph_id[:12], key, self.options.fallback,
+                           _miss_reason(store, fields))
+        else:
+            logger.debug("cache-only miss %s: %s", key, _miss_reason(store, fields))
 
     def _write_log(self, key: str, e: BaseException) -> Path | str:
         try:
@@ -143,9 +173,16 @@ class GraphRunner:
         from .search import run_search
         opts = self.options
         store = store_for(opts)
-        with store.lock(key):
+        lock = store.lock(key)
+        if not _acquire(lock, 0):
+            logger.info("another process is searching %s; waiting up to %.0f s (lock_timeout_s)",
+                        key, opts.lock_timeout_s)
+            STATS["lock_waits"] += 1
+            if not _acquire(lock, opts.lock_timeout_s):
+                return self._lock_timed_out(store, key, device, full)
+        try:
             entry = store.load(key)   # another process may have finished while we waited
-            if entry is not None:
+            if entry is not None and self._trusted(store, entry):
                 return self._from_entry(entry, device)
             try:
                 task = render_task(self.gm, full, name=f"graph_{self.graph_id[:12]}")
@@ -162,32 +199,103 @@ class GraphRunner:
                                             outputs=outputs, capture_limit_mb=opts.capture_limit_mb)
             finally:
                 result.cleanup()
+        finally:
+            lock.release()
         return self._from_entry(entry, device, hit=False)
 
-    def _search_async(self, full: list, fields: dict, key: str, device: str):
-        """Serve the fallback now; search in the background and swap the winner in."""
-        snapshot = [x.detach().clone() if isinstance(x, torch.Tensor) else x for x in full]
+    def _lock_timed_out(self, store, key: str, device: str, full: list):
+        """Another process holds the key's lock past ``lock_timeout_s``: serve the fallback and
+        pick its result up when it releases the lock (a dead holder releases it at once)."""
+        STATS["lock_timeouts"] += 1
+        STATS["fallbacks"] += 1
+        logger.warning("waited %.0f s for another process searching %s (lock_timeout_s); running "
+                       "the %s fallback until its result is cached", self.options.lock_timeout_s,
+                       key, self.options.fallback)
         signature = _signature(full[: len(full) - len(self.consts)])
 
-        def work():
-            try:
-                impl = self._search(snapshot, fields, key, device)
-            except Exception as e:  # noqa: BLE001
-                log = self._write_log(key, e)
-                logger.warning("background search for %s failed (%s); keeping the fallback. Log: %s",
-                               key, e, log)
-                return
-            with self._lock:
-                if self.dynamic:
-                    self._by_signature[signature] = impl
-                else:
-                    self._impl = impl
-            logger.info("background search for %s finished: winner swapped in", key)
+        def wait():
+            lock = store.lock(key)
+            with lock:
+                entry = store.load(key)
+            if entry is not None and self._trusted(store, entry):
+                self._swap(signature, self._from_entry(entry, device, hit=False), key)
 
-        t = threading.Thread(target=work, name=f"cudal1-search-{key[:8]}", daemon=True)
-        t.start()
-        self.background = t
+        threading.Thread(target=wait, name=f"cudal1-wait-{key[:8]}", daemon=True).start()
         return _Deferred(self)
+
+    def _swap(self, signature, impl, key: str) -> None:
+        with self._lock:
+            if self.dynamic:
+                self._by_signature[signature] = impl
+            else:
+                self._impl = impl
+        STATS["swaps"] += 1
+        logger.info("winner for %s swapped in", key)
+
+    def _search_async(self, full: list, fields: dict, key: str, device: str):
+        """Serve the fallback now; search in a background worker process (``torch_cudal1.worker``)
+        and swap the winner in when it is cached."""
+        from . import worker
+        store = store_for(self.options)
+        task = render_task(self.gm, full, name=f"graph_{self.graph_id[:12]}")
+        job = worker.write_job(store, key, fields, task, device, self.options, full)
+        signature = _signature(full[: len(full) - len(self.consts)])
+
+        def done(result: dict) -> None:
+            entry = store.load(key)
+            if entry is None or not self._trusted(store, entry):
+                logger.warning("background search for %s did not cache a winner (%s); keeping the "
+                               "%s fallback. Log: %s", key, result.get("error") or result.get("status"),
+                               self.options.fallback, result.get("log"))
+                return
+            self._swap(signature, self._from_entry(entry, device, hit=False), key)
+            STATS["async_swaps"] += 1
+            if result.get("status") in ("stored", "exists"):
+                import shutil
+                shutil.rmtree(job, ignore_errors=True)
+
+        STATS["async_jobs"] += 1
+        logger.info("cache miss for %s in async mode: serving the %s fallback; a background worker "
+                    "searches (job %s)", key, self.options.fallback, job)
+        worker.submit(job, done, env=worker.secret_env(self.options))
+        return _Deferred(self)
+
+
+def _acquire(lock, timeout: float) -> bool:
+    from filelock import Timeout
+    try:
+        lock.acquire(timeout=timeout)
+        return True
+    except Timeout:
+        return False
+
+
+_WARNED: set = set()
+
+
+def _once(what) -> bool:
+    """True the first time ``what`` is seen in this process (one warning per process)."""
+    if what in _WARNED:
+        return False
+    _WARNED.add(what)
+    return True
+
+
+def _miss_reason(store, fields: dict) -> str:
+    try:
+        from .cache.explain import miss_reason
+        return miss_reason(store, fields)
+    except Exception as e:  # noqa: BLE001 - explaining must never break serving
+        return f"no explanation ({type(e).__name__})"
+
+
+class _Peek(threading.local):
+    active = False
+
+
+# While active (``cudal1 cache explain``), runners record their keys in SEEN_KEYS and run the
+# fallback: nothing is loaded from the cache and nothing is searched.
+PEEK = _Peek()
 
 
 class _Deferred:

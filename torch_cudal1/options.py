@@ -41,6 +41,9 @@ class Options:
     log_level: str = "INFO"          # DEBUG | INFO | WARNING | ERROR
     progress: bool = True            # one line per candidate on stderr
     capture_limit_mb: float = 64.0   # real inputs larger than this are not stored as test vectors
+    # -- cache sharing (cache/, graph_runner) ---------------------------------------------------
+    lock_timeout_s: float = 1800.0    # wait this long for another process searching the same key, then fall back
+    trust_cache_dir: bool = False     # load code from a cache dir not owned by this user (env CUDAL1_TRUST_CACHE_DIR=1)
     # -- LLM engines (openai / vllm / replay) --------------------------------------------------
     api_key: str | None = field(      # bearer token for the server; env CUDAL1_API_KEY or OPENAI_API_KEY
         default_factory=lambda: os.environ.get("OPENAI_API_KEY") or None)
@@ -54,6 +57,10 @@ class Options:
     prompt_template: str | None = None  # raw template for completion mode; {prompt} is replaced
     record_file: str | None = None    # record every engine request/response as a replay transcript
     gpu_memory_utilization: float = 0.5  # in-process vLLM: share of GPU memory it may take
+    # -- shared cache tier across machines -----------------------------------------------------
+    remote_cache: str | None = None   # e.g. redis://127.0.0.1:6379/0: read after the local dir, written after it
+    remote_timeout_s: float = 5.0     # connect/read timeout of one remote-cache operation
+    remote_secret: str | None = None  # shared key: sign uploads, reject unsigned remote entries (env CUDAL1_REMOTE_SECRET)
 
     @classmethod
     def keys(cls) -> list[str]:

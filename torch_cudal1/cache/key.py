@@ -80,8 +80,40 @@ def _driver() -> str | None:
         return None
 
 
+# Packages whose versions are recorded with every entry (not keyed: they rarely change results,
+# but `cudal1 cache explain` and `import` show them when an entry does not fit).
+RECORDED_PACKAGES = ("torch", "triton", "numpy", "safetensors", "filelock", "transformers",
+                     "torchvision", "vllm", "torch_cudal1")
+
+
+@functools.lru_cache(maxsize=None)
+def package_versions() -> dict:
+    from importlib import metadata
+    out = {}
+    for name in RECORDED_PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _cuda_details(device: str) -> dict:
+    dev = torch.device(device)
+    if dev.type != "cuda":
+        return {}
+    index = dev.index if dev.index is not None else torch.cuda.current_device()
+    props = torch.cuda.get_device_properties(index)
+    return {"memory_gb": round(props.total_memory / 2**30, 1),
+            "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None}
+
+
 def environment_fingerprint(device: str) -> dict:
-    """Everything recorded about the environment an entry was made in (more than the key)."""
+    """Everything recorded about the environment an entry was made in (more than the key):
+    GPU name and capability, driver, CUDA, cuDNN, torch, triton, Python, package versions."""
     return {"device": device_identity(device), "versions": software_versions(),
             "driver": _driver() if device.startswith("cuda") else None,
-            "python": platform.python_version(), "platform": platform.platform()}
+            "cuda_details": _cuda_details(device),
+            "python": platform.python_version(), "platform": platform.platform(),
+            "packages": package_versions()}

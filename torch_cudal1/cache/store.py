@@ -11,7 +11,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
 import shutil
+import stat
 import time
 import uuid
 from dataclasses import dataclass
@@ -25,6 +27,9 @@ META = "meta.json"
 WINNER = "winner.py"
 ARTIFACTS = "artifacts"
 VECTORS = "vectors.safetensors"
+# Staging dirs are named KEY.PID.RANDOM@HOST so that a later process can tell whose they are.
+HOST = socket.gethostname().replace("/", "_")
+STALE_FOREIGN_S = 24 * 3600.0   # staging dirs of other hosts (shared filesystems) expire by age
 
 
 def _sha256(path: Path) -> str:
@@ -73,6 +78,8 @@ class CacheStore:
         self.locks = self.root / "locks"
         self.quarantine_dir = self.root / "quarantine"
         self.tmp = self.root / "tmp"
+        self.usage = self.root / "usage"
+        self.graphs = self.root / "graphs"
 
     def _ensure(self) -> None:
         for d in (self.entries, self.locks, self.tmp):
@@ -127,6 +134,89 @@ class CacheStore:
             return []
         return sorted(p.name for p in self.entries.iterdir() if p.is_dir() and not p.name.startswith("."))
 
+    def last_used(self, key: str) -> float:
+        """When ``key`` was last served (or created), for LRU pruning."""
+        for p in (self.usage / key, self.entry_path(key) / META):
+            try:
+                return p.stat().st_mtime
+            except OSError:
+                continue
+        return 0.0
+
+    def touch(self, key: str) -> None:
+        """Record a use of ``key`` (best effort: a read-only cache is still usable)."""
+        try:
+            self.usage.mkdir(parents=True, exist_ok=True)
+            (self.usage / key).touch()
+        except OSError:
+            pass
+
+    def size(self, key: str) -> int:
+        return sum(p.stat().st_size for p in self.entry_path(key).rglob("*") if p.is_file())
+
+    def read_meta(self, key: str) -> dict | None:
+        """The metadata of ``key`` without any hash check (listing and explaining only)."""
+        try:
+            return json.loads((self.entry_path(key) / META).read_text())
+        except (OSError, ValueError):
+            return None
+
+    def keys_for_graph(self, graph_id: str) -> list[str]:
+        """Keys of entries made from the same graph (any shape, device or version): the index
+        written by ``commit``, so a miss can say why near entries do not match without reading
+        every entry."""
+        d = self.graphs / graph_id[:40]
+        if not d.is_dir():
+            return []
+        return sorted(p.name for p in d.iterdir() if self.entry_path(p.name).is_dir())
+
+    # -- trust -----------------------------------------------------------------------------
+    def trust_problem(self, path: Path | None = None) -> str | None:
+        """Why code under ``path`` (default: the cache root) must not be loaded, or None.
+
+        Cache entries are code. They are loaded only when the cache root and the entry are owned
+        by the current user and not writable by everyone; anything else (a team directory, a
+        directory another user made) needs an explicit ``trust_cache_dir``."""
+        uid = os.getuid() if hasattr(os, "getuid") else None
+        for p in [self.root.parent, self.root] + ([Path(path)] if path is not None else []):
+            try:
+                st = p.stat()
+            except OSError:
+                continue
+            if uid is not None and st.st_uid != uid:
+                return f"{p} is owned by uid {st.st_uid}, not by the current user (uid {uid})"
+            if st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
+                return f"{p} is writable by every user"
+        return None
+
+    # -- housekeeping ----------------------------------------------------------------------
+    def clean_stale(self, max_age_s: float | None = None) -> list[Path]:
+        """Remove staging dirs left by dead writers (a ``kill -9`` mid-write) and half-removed
+        entries. A dir of this host is stale when its pid is gone; of another host (shared
+        filesystem) when older than a day. ``max_age_s`` also removes anything older."""
+        removed = []
+        if not self.tmp.is_dir():
+            return removed
+        now = time.time()
+        for d in self.tmp.iterdir():
+            try:
+                age = now - d.stat().st_mtime
+            except OSError:
+                continue
+            stale = max_age_s is not None and age > max_age_s
+            if not stale:
+                pid, host = _staging_owner(d.name)
+                if pid is None:
+                    stale = age > 3600.0          # unknown names (rm.*): removed after an hour
+                elif host in (None, HOST):
+                    stale = not _pid_alive(pid)
+                else:
+                    stale = age > STALE_FOREIGN_S
+            if stale:
+                shutil.rmtree(d, ignore_errors=True)
+                removed.append(d)
+        return removed
+
     # -- writing ---------------------------------------------------------------------------
     def lock(self, key: str, timeout: float = -1) -> FileLock:
         """Per-key lock: one search per key across processes (filelock: the OS drops it when the
@@ -136,7 +226,8 @@ class CacheStore:
 
     def new_staging(self, key: str) -> Path:
         self._ensure()
-        d = self.tmp / f"{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+        self.clean_stale()
+        d = self.tmp / f"{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}@{HOST}"
         d.mkdir(parents=True)
         return d
 
@@ -157,7 +248,19 @@ class CacheStore:
             else:
                 shutil.rmtree(final, ignore_errors=True)
                 os.rename(staging, final)
+        self._index(key, meta)
         return CacheEntry(key, final, meta)
+
+    def _index(self, key: str, meta: dict) -> None:
+        graph = (meta.get("fields") or {}).get("graph")
+        if not graph:
+            return
+        try:
+            d = self.graphs / str(graph)[:40]
+            d.mkdir(parents=True, exist_ok=True)
+            (d / key).touch()
+        except OSError:
+            pass
 
     def remove(self, key: str) -> bool:
         path = self.entry_path(key)
@@ -168,7 +271,31 @@ class CacheStore:
         doomed = self.tmp / f"rm.{key}.{uuid.uuid4().hex[:8]}"
         os.rename(path, doomed)
         shutil.rmtree(doomed, ignore_errors=True)
+        for p in [self.usage / key, *self.graphs.glob(f"*/{key}")]:
+            try:
+                p.unlink()
+            except OSError:
+                pass
         return True
+
+
+def _staging_owner(name: str) -> tuple[int | None, str | None]:
+    """(pid, host) of a staging dir name ``KEY.PID.RANDOM[@HOST]``."""
+    base, _, host = name.partition("@")
+    parts = base.split(".")
+    if len(parts) != 3 or not parts[1].isdigit():
+        return None, None
+    return int(parts[1]), host or None
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 __all__ = ["CacheEntry", "CacheStore", "CorruptEntry", "Timeout"]

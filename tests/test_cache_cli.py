@@ -1,0 +1,119 @@
+"""``cudal1 cache ...``: listing, showing, removing, pruning, verifying, bundles, explaining."""
+import json
+import os
+import time
+
+import torch
+
+from test_cache_store import TASK, WINNER, make_entry
+from torch_cudal1.cache.store import CacheStore
+from torch_cudal1.cli import main
+
+
+def _cli(capsys, cache, *argv):
+    rc = main(["cache", "--cache-dir", str(cache), *argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_ls_show_rm_and_usage_errors(tmp_path, capsys):
+    store = CacheStore(tmp_path)
+    a = make_entry(store, graph="a" * 64)
+    b = make_entry(store, graph="b" * 64)
+    rc, out, _ = _cli(capsys, tmp_path, "ls", "--json")
+    rows = json.loads(out)
+    assert rc == 0 and sorted(r["key"] for r in rows) == sorted([a.key, b.key])
+    assert all(r["fits_here"] and r["winner"] == "test" and r["size"] > 0 for r in rows)
+    rc, out, _ = _cli(capsys, tmp_path, "show", a.key[:8], "--json")
+    shown = json.loads(out)
+    assert rc == 0 and shown["key"] == a.key and shown["status"] == "ok" and shown["trusted"]
+    rc, out, _ = _cli(capsys, tmp_path, "show", a.key)
+    assert rc == 0 and "relu2" in out and "winner" in out
+    assert _cli(capsys, tmp_path, "show", "nope")[0] == 2
+    assert _cli(capsys, tmp_path, "rm", "nope")[0] == 2
+    rc, out, _ = _cli(capsys, tmp_path, "rm", a.key)
+    assert rc == 0 and store.keys() == [b.key]
+    assert _cli(capsys, tmp_path, "prune", "--older-than", "soon")[0] == 2
+    assert _cli(capsys, tmp_path, "export", str(tmp_path / "x.tgz"), "nope")[0] == 2
+
+
+def test_prune_by_age_and_size(tmp_path, capsys):
+    store = CacheStore(tmp_path)
+    old, mid, new = (make_entry(store, graph=c * 64) for c in "omn")
+    now = time.time()
+    for e, age in ((old, 40 * 86400), (mid, 2 * 86400), (new, 0)):
+        store.touch(e.key)
+        os.utime(store.usage / e.key, (now - age, now - age))
+    store.tmp.mkdir(exist_ok=True)
+    (store.tmp / f"{new.key}.999999.deadbeef@{os.uname().nodename}").mkdir()   # dead writer
+    rc, out, _ = _cli(capsys, tmp_path, "prune", "--older-than", "30d", "--dry-run", "--json")
+    assert rc == 0 and json.loads(out)["removed"] == [old.key] and store.load(old.key)
+    rc, out, _ = _cli(capsys, tmp_path, "prune", "--older-than", "30d", "--json")
+    report = json.loads(out)
+    assert report["removed"] == [old.key] and len(report["stale_staging"]) == 1
+    assert sorted(store.keys()) == sorted([mid.key, new.key])
+    rc, out, _ = _cli(capsys, tmp_path, "prune", "--max-size", str(store.size(new.key) + 10), "--json")
+    assert json.loads(out)["removed"] == [mid.key] and store.keys() == [new.key]   # LRU first
+
+
+def test_verify_reruns_winner_and_vectors(tmp_path, capsys):
+    from safetensors.torch import save_file
+    store = CacheStore(tmp_path)
+    good = make_entry(store, graph="a" * 64)
+    # An entry whose stored vectors disagree with its (correct) winner: e.g. written by a
+    # machine whose kernels computed something else. Hashes are consistent; verify must fail it.
+    x = torch.randn(4, 8)
+    staging = store.new_staging("b" * 32)
+    (staging / "task.py").write_text(TASK)
+    (staging / "winner.py").write_text(WINNER)
+    save_file({"input.0": x, "output.0": torch.relu(x) * 3}, str(staging / "vectors.safetensors"))
+    fields = json.loads(json.dumps(good.meta["fields"]))
+    fields["graph"] = "b" * 64
+    from torch_cudal1.cache.key import cache_key
+    bad = store.commit(cache_key(fields), staging, {"fields": fields, "winner": {"origin": "test"}})
+    rc, out, _ = _cli(capsys, tmp_path, "verify", "--device", "cpu", "--trials", "1", "--json")
+    res = {r["key"]: r for r in json.loads(out)["results"]}
+    assert rc == 1
+    assert res[good.key]["status"] == "ok" and res[good.key]["vectors"]["status"] == "ok"
+    assert res[bad.key]["status"] == "failed" and res[bad.key]["vectors"]["status"] == "mismatch"
+    assert res[bad.key]["verdict"]["accepted"]
+
+
+def test_export_import_reports_fit(tmp_path, capsys):
+    src = CacheStore(tmp_path / "a")
+    here = make_entry(src, graph="a" * 64)
+    fields = json.loads(json.dumps(here.meta["fields"]))
+    fields["device"] = {"type": "cuda", "name": "NVIDIA H200", "capability": "9.0", "sm_count": 132}
+    there = make_entry(src, fields=fields)
+    bundle = tmp_path / "b.tar.gz"
+    rc, out, _ = _cli(capsys, tmp_path / "a", "export", str(bundle))
+    assert rc == 0 and bundle.exists()
+    rc, out, _ = _cli(capsys, tmp_path / "b", "import", str(bundle), "--device", "cpu", "--json")
+    rep = {e["key"]: e for e in json.loads(out)["entries"]}
+    assert rc == 0 and {e["status"] for e in rep.values()} == {"imported"}
+    assert rep[here.key]["fits_here"] and not rep[there.key]["fits_here"]
+    assert "device.name" in rep[there.key]["fit_detail"] and "H200" in rep[there.key]["fit_detail"]
+    (tmp_path / "junk.tar.gz").write_bytes(b"not a bundle")
+    assert _cli(capsys, tmp_path / "b", "import", str(tmp_path / "junk.tar.gz"))[0] == 2
+
+
+def test_explain_task_file_names_the_differing_field(tmp_path, capsys):
+    from torch_cudal1.cli.optimize_cmd import task_key
+    from torch_cudal1.task import Task
+    task_file = tmp_path / "relu2.py"
+    task_file.write_text(TASK)
+    key, fields = task_key(Task.from_file(task_file), "cpu")
+    other = json.loads(json.dumps(fields))
+    other["flags"]["float32_matmul_precision"] = "high"
+    other["versions"]["torch"] = "2.0.0"
+    store = CacheStore(tmp_path / "c")
+    make_entry(store, fields=other)
+    rc, out, _ = _cli(capsys, tmp_path / "c", "explain", str(task_file), "--device", "cpu", "--json")
+    recs = json.loads(out)
+    assert rc == 0
+    src = next(r for r in recs if r["key"] == key)
+    assert not src["hit"] and len(src["near"]) == 1
+    paths = [d[0] for d in src["near"][0]["diff"]]
+    assert paths == ["flags.float32_matmul_precision", "versions.torch"]
+    graphs = [r for r in recs if r["key"] != key]          # what torch.compile(Model) asks for
+    assert graphs and all(not r["hit"] and r["detail"] == "miss: no entry for this graph" for r in graphs)

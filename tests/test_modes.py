@@ -1,0 +1,89 @@
+"""Serving modes: ``async`` searches in a background worker process and swaps the winner in;
+``cache-only`` never searches and says so once per process; untrusted cache dirs are not loaded."""
+import os
+
+from helpers import run_python
+from torch_cudal1.cache.store import CacheStore
+
+MODEL = """
+import json, os, time, torch, torch.nn as nn
+import torch_cudal1, torch_cudal1.runtime as rt
+torch.manual_seed(0)
+m = nn.Sequential(nn.Linear(16, 32), nn.SiLU(), nn.Linear(32, 4)).eval()
+x = torch.randn(3, 16)
+base = {"baselines": "eager", "rounds": 0, "trials": 1}
+"""
+
+ASYNC = MODEL + """
+from torch_cudal1 import worker
+c = torch.compile(m, backend="cudal1", options=dict(base, mode="async"))
+with torch.no_grad():
+    t0 = time.monotonic()
+    first = (c(x) - m(x)).abs().max().item()           # the fallback, at once
+    first_s = time.monotonic() - t0
+    idle = worker.wait_background(timeout=400)
+    later = (c(x) - m(x)).abs().max().item()           # the winner, swapped in
+jobs = os.path.join(os.environ["CUDAL1_CACHE_DIR"], "v1", "jobs")
+print(json.dumps({"first": first, "later": later, "first_s": first_s, "idle": idle,
+                  "stats": torch_cudal1.stats(), "jobs_left": os.listdir(jobs)}))
+"""
+
+SERVE = MODEL + """
+import torch._dynamo
+c = torch.compile(m, backend="cudal1", options=dict(base, mode="cache-only"))
+with torch.no_grad():
+    errs = [(c(v) - m(v)).abs().max().item() for v in (x, x, torch.randn(5, 16), torch.randn(7, 16))]
+untrusted = torch_cudal1.stats()
+torch._dynamo.reset()
+c = torch.compile(m, backend="cudal1", options=dict(base, mode="cache-only", trust_cache_dir=True))
+with torch.no_grad():
+    errs.append((c(x) - m(x)).abs().max().item())
+print(json.dumps({"errs": errs, "untrusted": untrusted, "stats": torch_cudal1.stats()}))
+"""
+
+
+def test_async_worker_process_then_cache_only_and_trust(tmp_path):
+    env = {"CUDAL1_CACHE_DIR": str(tmp_path)}
+    r = run_python(ASYNC, env=env)
+    assert r["first"] < 1e-5 and r["later"] < 1e-5 and r["idle"]
+    s = r["stats"]
+    # The search ran in the worker process, not in the serving one, and its winner was swapped in.
+    assert s.get("async_jobs") == 1 and s.get("async_swaps") == 1 and not s.get("searches")
+    assert not s.get("fallbacks") and r["jobs_left"] == []
+    store = CacheStore(tmp_path)
+    (key,) = store.keys()
+    assert store.load(key).meta["winner"]["origin"] == "baseline:eager"
+
+    # Hand the directory to another user: its entries are code and must not be loaded, unless
+    # trusted explicitly. cache-only misses (three graphs/shapes) say so once per process.
+    if os.getuid() == 0:
+        for p in [tmp_path, *tmp_path.rglob("*")]:
+            os.chown(p, 65534, 65534)
+    else:
+        os.chmod(tmp_path, 0o777)
+    r = run_python(SERVE, env=env)
+    assert max(r["errs"]) < 1e-5
+    u = r["untrusted"]
+    assert not u.get("cache_hits") and u.get("untrusted_entries") == 1 and not u.get("searches")
+    assert u.get("cache_only_misses") >= 2
+    lines = r["_stderr"].splitlines()
+    assert len([ln for ln in lines if "not trusted" in ln]) == 1, r["_stderr"]
+    assert len([ln for ln in lines if "cache-only mode" in ln]) == 1, r["_stderr"]
+    assert r["stats"].get("cache_hits") == 1            # trust_cache_dir=True: served
+
+
+def test_async_job_files_hold_no_secrets(tmp_path):
+    import json
+
+    import torch
+
+    from torch_cudal1 import worker
+    from torch_cudal1.options import Options
+    from torch_cudal1.task import Task
+    opts = Options.resolve({"api_key": "sekret-token", "cache_dir": str(tmp_path)}, env={})
+    job = worker.write_job(CacheStore(tmp_path), "k" * 32, {"graph": "g"}, Task("x = 1", name="t"),
+                           "cpu", opts, [torch.ones(2), 3])
+    text = "".join(p.read_text(errors="ignore") for p in job.iterdir() if p.suffix != ".safetensors")
+    assert "sekret-token" not in text
+    assert json.loads((job / "job.json").read_text())["scalars"] == {"1": 3}
+    assert worker.secret_env(opts) == {"CUDAL1_API_KEY": "sekret-token"}

@@ -1,0 +1,424 @@
+"""``cudal1 cache ls | show KEY | rm KEY.. | prune | verify | export FILE | import FILE | explain``
+
+Inspect and manage the cache directory. Exit codes: 0 ok, 1 a negative result (an entry failed
+verification, an import rejected an entry), 2 usage errors (unknown key, bad arguments).
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from . import UsageError
+
+
+def register(sub) -> None:
+    p = sub.add_parser("cache", help="inspect and manage the cache (ls, show, rm, prune, verify, "
+                                     "export, import, explain)", description=__doc__.split("\n\n")[0])
+    p.add_argument("--cache-dir", default=None, help="cache directory (CUDAL1_CACHE_DIR)")
+    cs = p.add_subparsers(dest="cache_command", metavar="ACTION")
+
+    q = cs.add_parser("ls", help="list entries")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=cmd_ls)
+
+    q = cs.add_parser("show", help="one entry's metadata")
+    q.add_argument("key", help="key or unique key prefix")
+    q.add_argument("--json", action="store_true")
+    q.add_argument("--attempts", action="store_true", help="include every attempt")
+    q.set_defaults(func=cmd_show)
+
+    q = cs.add_parser("rm", help="remove entries")
+    q.add_argument("keys", nargs="+", metavar="KEY")
+    q.set_defaults(func=cmd_rm)
+
+    q = cs.add_parser("prune", help="remove old entries, leftovers of dead writers, quarantine")
+    q.add_argument("--older-than", default=None, metavar="D",
+                   help="entries not used for this long (e.g. 30d, 12h, 90m, 3600)")
+    q.add_argument("--max-size", default=None, metavar="S",
+                   help="then remove least recently used entries until the cache fits (e.g. 5G, 500M)")
+    q.add_argument("--dry-run", action="store_true")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=cmd_prune)
+
+    q = cs.add_parser("verify", help="re-verify entries on this machine (winner + test vectors)")
+    q.add_argument("keys", nargs="*", metavar="KEY", help="default: every entry that fits here")
+    q.add_argument("--device", default=None, help="cpu or cuda (default cuda when available)")
+    q.add_argument("--trials", type=int, default=2)
+    q.add_argument("--timeout", type=float, default=600.0)
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=cmd_verify)
+
+    q = cs.add_parser("export", help="write entries into a bundle (tar.gz)")
+    q.add_argument("file")
+    q.add_argument("keys", nargs="*", metavar="KEY", help="default: all entries")
+    q.set_defaults(func=cmd_export)
+
+    q = cs.add_parser("import", help="check and import a bundle; report what fits this machine")
+    q.add_argument("file")
+    q.add_argument("--device", default=None, help="device to compare against (default cuda if available)")
+    q.add_argument("--replace", action="store_true", help="replace entries that exist")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=cmd_import)
+
+    q = cs.add_parser("explain", help="which keys a model or task asks for and why near entries "
+                                      "do not match")
+    q.add_argument("target", help="recipe .py (def models()), KernelBench task file or folder")
+    q.add_argument("--model", default=None, help="only this recipe model")
+    q.add_argument("--set", type=int, default=None, dest="index", help="only this input set")
+    q.add_argument("--device", default=None, help="cpu or cuda (default cuda when available)")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=cmd_explain)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+# -- helpers ----------------------------------------------------------------------------------
+def _store(args):
+    from ..cache.store import CacheStore
+    from ..options import Options
+    over = {"cache_dir": args.cache_dir} if args.cache_dir else {}
+    try:
+        return CacheStore(Options.resolve(over).cache_path)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
+def _resolve_key(store, key: str) -> str:
+    keys = store.keys()
+    if key in keys:
+        return key
+    match = [k for k in keys if k.startswith(key)] if key else []
+    if len(match) == 1:
+        return match[0]
+    if not match:
+        raise UsageError(f"no cache entry {key!r} in {store.root}")
+    raise UsageError(f"key prefix {key!r} is ambiguous ({len(match)} entries)")
+
+
+def _device(name: str | None) -> str:
+    import torch
+    device = name or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise UsageError(f"--device {device} requested but no CUDA GPU is available")
+    if device.split(":")[0] not in ("cpu", "cuda"):
+        raise UsageError(f"--device must be cpu or cuda, not {device!r}")
+    return device
+
+
+def _here_fields(device: str) -> dict:
+    from ..cache.key import key_fields
+    return key_fields("", [], device)
+
+
+def _fits(fields: dict, here: dict) -> list:
+    from ..cache.explain import fit
+    return fit(here, fields or {})
+
+
+def parse_duration(text: str) -> float:
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", text or "")
+    if not m:
+        raise UsageError(f"bad duration {text!r} (e.g. 30d, 12h, 90m, 3600)")
+    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}[m.group(2)]
+
+
+def parse_size(text: str) -> int:
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*", (text or "").lower())
+    if not m:
+        raise UsageError(f"bad size {text!r} (e.g. 5G, 500M, 1048576)")
+    return int(float(m.group(1)) * 1024 ** " kmgt".index(m.group(2) or " "))
+
+
+def _row(store, key: str, here: dict) -> dict:
+    meta = store.read_meta(key) or {}
+    w = meta.get("winner") or {}
+    fields = meta.get("fields") or {}
+    misfit = _fits(fields, here)
+    return {"key": key, "task": meta.get("task_name"), "graph": str(fields.get("graph", ""))[:16],
+            "device": (fields.get("device") or {}).get("name"), "winner": w.get("origin"),
+            "speedup_vs_eager": w.get("speedup_vs_eager"),
+            "speedup_vs_inductor": w.get("speedup_vs_inductor"),
+            "size": store.size(key), "created": meta.get("created"),
+            "last_used": store.last_used(key), "fits_here": not misfit,
+            "imported": bool(meta.get("imported")), "readable": bool(meta)}
+
+
+# -- subcommands --------------------------------------------------------------------------------
+def cmd_ls(args) -> int:
+    store = _store(args)
+    here = _here_fields("cuda" if _cuda() else "cpu")
+    rows = [_row(store, k, here) for k in store.keys()]
+    if args.json:
+        print(json.dumps(rows, default=str))
+        return 0
+    if not rows:
+        print(f"(no entries in {store.root})")
+        return 0
+    print(f"{'KEY':32}  {'TASK':22} {'DEVICE':22} {'WINNER':28} {'xEAGER':>7} {'SIZE':>8}  FITS")
+    for r in rows:
+        sp = f"{r['speedup_vs_eager']:.2f}" if r["speedup_vs_eager"] else "-"
+        print(f"{r['key']:32}  {str(r['task'])[:22]:22} {str(r['device'])[:22]:22} "
+              f"{str(r['winner'])[:28]:28} {sp:>7} {_human(r['size']):>8}  "
+              f"{'yes' if r['fits_here'] else 'no'}")
+    print(f"{len(rows)} entries, {_human(sum(r['size'] for r in rows))} in {store.root}")
+    return 0
+
+
+def cmd_show(args) -> int:
+    store = _store(args)
+    key = _resolve_key(store, args.key)
+    meta = store.read_meta(key)
+    entry = store.load(key, check=True)
+    status = "ok" if entry is not None else "corrupt (quarantined)"
+    trust = store.trust_problem(store.entry_path(key)) if entry is not None else None
+    if meta is None:
+        raise UsageError(f"entry {key} has no readable metadata")
+    out = dict(meta, status=status, trusted=trust is None, trust_problem=trust)
+    if not args.attempts:
+        out["attempts"] = len(meta.get("attempts") or [])
+    if args.json:
+        print(json.dumps(out, default=str))
+        return 0 if entry is not None else 1
+    w = meta.get("winner") or {}
+    s = meta.get("summary") or {}
+    fields = meta.get("fields") or {}
+    print(f"key        {key}   [{status}{'' if trust is None else ', untrusted: ' + trust}]")
+    print(f"task       {meta.get('task_name')}   graph {fields.get('graph')}")
+    print(f"inputs     " + "; ".join(_fmt_input(m) for m in fields.get("inputs", [])))
+    print(f"device     {json.dumps(fields.get('device'))}")
+    print(f"versions   {json.dumps(fields.get('versions'))}")
+    print(f"flags      {json.dumps(fields.get('flags'))}")
+    env = meta.get("environment") or {}
+    print(f"made with  driver {env.get('driver')}, python {env.get('python')}, "
+          f"packages {json.dumps(env.get('packages'))}")
+    print(f"winner     {w.get('origin')}  {(w.get('timing') or {}).get('median_ms')} ms  "
+          f"x{w.get('speedup_vs_eager')} over eager, x{w.get('speedup_vs_inductor')} over inductor")
+    print(f"search     {s.get('candidates_tried')} candidates, {s.get('candidates_accepted')} "
+          f"accepted, {s.get('rounds_run')} rounds, {s.get('seconds')} s ({s.get('stop_reason')})")
+    print(f"created    {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(meta.get('created', 0)))}"
+          + (f"   imported from {meta['imported'].get('from')}" if meta.get("imported") else ""))
+    print(f"files      " + ", ".join(sorted((meta.get("manifest") or {}).keys())))
+    return 0 if entry is not None else 1
+
+
+def _fmt_input(m: dict) -> str:
+    if "shape" in m:
+        return f"{m['dtype'].replace('torch.', '')}{m['shape']}"
+    return f"{m.get('scalar') or m.get('other')}={m.get('value', '')}"
+
+
+def cmd_rm(args) -> int:
+    store = _store(args)
+    keys = [_resolve_key(store, k) for k in args.keys]
+    for k in keys:
+        store.remove(k)
+        print(f"removed {k}")
+    return 0
+
+
+def cmd_prune(args) -> int:
+    from ..worker import clean_jobs
+    store = _store(args)
+    older = parse_duration(args.older_than) if args.older_than else None
+    max_size = parse_size(args.max_size) if args.max_size is not None else None
+    now = time.time()
+    keys = store.keys()
+    doomed = []
+    if older is not None:
+        doomed = [k for k in keys if now - store.last_used(k) > older]
+    if max_size is not None:
+        rest = sorted((k for k in keys if k not in doomed), key=store.last_used)   # LRU first
+        sizes = {k: store.size(k) for k in rest}
+        total = sum(sizes.values())
+        for k in rest:
+            if total <= max_size:
+                break
+            doomed.append(k)
+            total -= sizes[k]
+    report = {"removed": doomed, "dry_run": args.dry_run}
+    if not args.dry_run:
+        for k in doomed:
+            store.remove(k)
+        report["stale_staging"] = [p.name for p in store.clean_stale()]
+        report["old_jobs"] = [p.name for p in clean_jobs(store)]
+        quarantined = []
+        if store.quarantine_dir.is_dir():
+            import shutil
+            for d in store.quarantine_dir.iterdir():
+                shutil.rmtree(d, ignore_errors=True)
+                quarantined.append(d.name)
+        report["quarantine"] = quarantined
+    if args.json:
+        print(json.dumps(report))
+    else:
+        verb = "would remove" if args.dry_run else "removed"
+        print(f"{verb} {len(doomed)} entries" + ("" if args.dry_run else
+              f", {len(report['stale_staging'])} stale staging dirs, {len(report['old_jobs'])} "
+              f"old jobs, {len(report['quarantine'])} quarantined entries"))
+        for k in doomed:
+            print(f"  {k}")
+    return 0
+
+
+def cmd_verify(args) -> int:
+    from ..cache.vectors import check_vectors
+    from ..contracts import Candidate
+    from ..task import Task
+    from ..verify import evaluate
+
+    store = _store(args)
+    device = _device(args.device)
+    if args.trials < 1:
+        raise UsageError("--trials must be at least 1")
+    here = _here_fields(device)
+    explicit = bool(args.keys)
+    keys = [_resolve_key(store, k) for k in args.keys] if explicit else store.keys()
+    results, failed = [], 0
+    for key in keys:
+        r = {"key": key}
+        meta = store.read_meta(key) or {}
+        misfit = _fits(meta.get("fields"), here)
+        entry = store.load(key)
+        if entry is None:
+            r.update(status="failed", detail="corrupt entry (content hash mismatch); quarantined")
+        elif misfit:
+            from ..cache.explain import summarize
+            r.update(status="skipped", detail=f"made for another environment: {summarize(misfit)}")
+        else:
+            task = Task.from_file(entry.path / "task.py")
+            with tempfile.TemporaryDirectory(prefix="cudal1-cache-verify-") as wd:
+                verdict, _ = evaluate(task, Candidate(entry.winner_source, origin=f"cache:{key}"),
+                                      device=device, trials=args.trials, timeout_s=args.timeout,
+                                      time_it=False, workdir=wd)
+            r["verdict"] = verdict.to_json()
+            vec = check_vectors(entry.path, device, timeout_s=args.timeout)
+            r["vectors"] = vec
+            ok = verdict.accepted and vec["status"] in ("ok", "absent")
+            r.update(status="ok" if ok else "failed",
+                     detail=(f"winner {verdict.reason}" + (f" ({verdict.detail[:200]})" if not verdict.accepted else "")
+                             + f"; vectors {vec['status']}" + (f" ({vec.get('detail', '')[:200]})"
+                                                               if vec["status"] not in ("ok", "absent") else "")))
+        failed += r["status"] == "failed"
+        results.append(r)
+        if not args.json:
+            print(f"{key}  {r['status']:8} {r['detail']}", flush=True)
+    if args.json:
+        print(json.dumps({"device": device, "results": results, "failed": failed}, default=str))
+    elif not keys:
+        print(f"(no entries in {store.root})")
+    return 1 if failed else 0
+
+
+def cmd_export(args) -> int:
+    from ..cache.bundle import BundleError, export_bundle
+    from ..cache.key import environment_fingerprint
+    store = _store(args)
+    keys = [_resolve_key(store, k) for k in args.keys] if args.keys else store.keys()
+    if not keys:
+        raise UsageError(f"nothing to export: no entries in {store.root}")
+    try:
+        export_bundle(store, keys, args.file, environment_fingerprint("cuda" if _cuda() else "cpu"))
+    except BundleError as e:
+        print(f"cudal1: {e}", file=sys.stderr)
+        return 1
+    print(f"exported {len(keys)} entries to {args.file}")
+    return 0
+
+
+def cmd_import(args) -> int:
+    from ..cache.bundle import BundleError, import_bundle
+    from ..cache.explain import summarize
+    store = _store(args)
+    if not Path(args.file).is_file():
+        raise UsageError(f"bundle {args.file!r} does not exist")
+    device = _device(args.device)
+    here = _here_fields(device)
+    try:
+        reports = import_bundle(store, args.file, replace=args.replace)
+    except BundleError as e:
+        raise UsageError(str(e)) from None
+    for r in reports:
+        misfit = _fits(r.get("fields"), here)
+        r["fits_here"] = not misfit
+        r["misfit"] = [list(d) for d in misfit]
+        r["fit_detail"] = "fits this machine" if not misfit else f"does not fit: {summarize(misfit)}"
+    rejected = sum(r["status"] == "rejected" for r in reports)
+    if args.json:
+        print(json.dumps({"entries": [{k: v for k, v in r.items() if k not in ("fields", "environment")}
+                                      for r in reports], "rejected": rejected}, default=str))
+    else:
+        for r in reports:
+            print(f"{r['key']}  {r['status']:8} {r['detail']}; {r['fit_detail']}")
+        fits = sum(r["fits_here"] for r in reports if r["status"] != "rejected")
+        print(f"{len(reports)} entries: {sum(r['status'] == 'imported' for r in reports)} imported, "
+              f"{sum(r['status'] == 'exists' for r in reports)} already present, {rejected} rejected; "
+              f"{fits} fit this machine ({device})")
+    return 1 if rejected else 0
+
+
+def cmd_explain(args) -> int:
+    from ..cache.explain import near_entries, summarize
+    from ..warm import list_units, peek_unit
+    store = _store(args)
+    device = _device(args.device)
+    try:
+        units = list_units(args.target)
+    except (FileNotFoundError, ValueError) as e:
+        raise UsageError(str(e)) from None
+    units = [u for u in units if (args.model is None or u.model == args.model)
+             and (args.index is None or u.index == args.index)]
+    if not units:
+        raise UsageError("no unit matches --model/--set")
+    from ..log import configure
+    configure("ERROR")
+    asked = []
+    for u in units:
+        for seen in peek_unit(u, {"cache_dir": str(store.root.parent)}, device):
+            asked.append((u.description, seen))
+        if u.kind == "task":
+            asked.append((u.description + " (cudal1 optimize)", _task_key_fields(u.recipe, device)))
+    out = []
+    for desc, seen in asked:
+        key, fields = seen["key"], seen["fields"]
+        entry = store.load(key)
+        rec = {"unit": desc, "key": key, "graph": fields.get("graph"), "hit": entry is not None}
+        if entry is not None:
+            problem = store.trust_problem(entry.path)
+            rec["detail"] = "cached" + (f" but untrusted: {problem}" if problem else "")
+        else:
+            near = near_entries(store, fields, scan=True)
+            rec["near"] = [{"key": k, "diff": [list(d) for d in diffs]} for k, diffs in near]
+            rec["detail"] = (f"miss: {len(near)} entries of this graph, none matches" if near
+                             else "miss: no entry for this graph")
+        out.append(rec)
+    if args.json:
+        print(json.dumps(out, default=str))
+        return 0
+    for rec in out:
+        print(f"{rec['unit']}\n  key {rec['key']} (graph {str(rec['graph'])[:16]}): {rec['detail']}")
+        for n in rec.get("near", [])[:5]:
+            print(f"    {n['key']}: {summarize([tuple(d) for d in n['diff']], width=6)}")
+    return 0
+
+
+def _task_key_fields(path: str, device: str) -> dict:
+    from ..task import Task
+    from .optimize_cmd import task_key
+    key, fields = task_key(Task.from_file(path), device)
+    return {"key": key, "fields": fields}
+
+
+def _cuda() -> bool:
+    import torch
+    return torch.cuda.is_available()
+
+
+def _human(n: int) -> str:
+    for unit in ("B", "K", "M", "G"):
+        if n < 1024 or unit == "G":
+            return f"{n:.0f}{unit}" if unit == "B" else f"{n:.1f}{unit}"
+        n /= 1024
+    return str(n)

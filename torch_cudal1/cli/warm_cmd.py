@@ -1,0 +1,256 @@
+"""``cudal1 warm RECIPE [--workers N] [--device cpu|cuda] [--ray [ADDRESS]] ...``
+
+Fill the cache for every unit of a recipe (see ``torch_cudal1.warm``): a Python file with
+``def models()``, a KernelBench task file, or a folder of them. Resumable: units whose keys are
+all cached (recorded in ``<cache>/v1/warm/``) are skipped. ``--workers N`` runs N worker
+processes, one per GPU (``CUDA_VISIBLE_DEVICES`` set per worker). Exit 0 when every unit ended
+with its graphs cached, 1 when some fell back, 2 on usage errors.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from . import UsageError
+
+
+def register(sub) -> None:
+    p = sub.add_parser("warm", help="fill the cache for a recipe of models and input shapes",
+                       description=__doc__.split("\n\n")[0])
+    p.add_argument("recipe", help="recipe .py (def models()), KernelBench task file or folder")
+    p.add_argument("--workers", type=int, default=1, help="worker processes (one per GPU)")
+    p.add_argument("--gpus", default=None,
+                   help="comma-separated GPU ids for the workers (default 0..N-1)")
+    p.add_argument("--device", default=None, help="cpu or cuda (default cuda when available)")
+    p.add_argument("--cache-dir", default=None, help="cache directory (CUDAL1_CACHE_DIR)")
+    p.add_argument("--engine", default=None, help="engine (CUDAL1_ENGINE)")
+    p.add_argument("--url", default=None, help="OpenAI-compatible server (CUDAL1_ENGINE_URL)")
+    p.add_argument("--rounds", type=int, default=None, help="engine rounds per graph")
+    p.add_argument("--option", "-o", action="append", default=[], metavar="KEY=VALUE",
+                   help="any backend option, repeatable (e.g. -o baselines=eager)")
+    p.add_argument("--force", action="store_true", help="re-run units already recorded as warm")
+    p.add_argument("--list", action="store_true", help="list the units and exit")
+    p.add_argument("--json", action="store_true", help="one JSON line per unit and a summary")
+    p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="run the units as Ray tasks (torch_cudal1.distributed.ray_warm)")
+    p.set_defaults(func=run)
+
+
+def _options(args) -> dict:
+    from ..options import Options
+    opts = {}
+    for item in args.option:
+        k, sep, v = item.partition("=")
+        if not sep:
+            raise UsageError(f"--option {item!r}: expected KEY=VALUE")
+        opts[k.strip()] = v
+    for k, v in (("cache_dir", args.cache_dir), ("engine", args.engine), ("engine_url", args.url),
+                 ("rounds", args.rounds)):
+        if v is not None:
+            opts[k] = v
+    try:
+        resolved = Options.resolve(opts)      # validated here, passed on as given
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    opts["cache_dir"] = resolved.cache_dir    # workers must agree on one cache dir
+    return opts
+
+
+def _device(args) -> str:
+    import torch
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise UsageError("--device cuda but no CUDA device is available")
+    if device.split(":")[0] not in ("cpu", "cuda"):
+        raise UsageError(f"--device must be cpu or cuda, not {device!r}")
+    return device
+
+
+# -- the journal that makes warming resumable ---------------------------------------------------
+def _environment_tag(device: str) -> str:
+    from ..cache.key import device_identity, numerics_flags, software_versions
+    blob = json.dumps([device_identity(device), software_versions(), numerics_flags()],
+                      sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _file_sha(path: str) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+class Journal:
+    """units done per (recipe, environment): {unit id: {sha, keys}}; a unit is skipped when its
+    file is unchanged and all its keys are still cached."""
+
+    def __init__(self, store, recipe: str, device: str, options: dict):
+        tag = json.dumps([str(Path(recipe).resolve()), _environment_tag(device),
+                          sorted((k, str(v)) for k, v in options.items())])
+        self.store = store
+        self.path = store.root / "warm" / (hashlib.sha256(tag.encode()).hexdigest()[:24] + ".json")
+        try:
+            self.data = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            self.data = {}
+
+    def done(self, unit) -> bool:
+        rec = self.data.get(unit.id)
+        return bool(rec and rec.get("keys") and rec.get("sha") == _file_sha(unit.recipe)
+                    and all(self.store.entry_path(k).is_dir() for k in rec["keys"]))
+
+    def record(self, unit, result: dict) -> None:
+        if result.get("error") or result.get("fallbacks") or not result.get("keys"):
+            return
+        if not all(self.store.entry_path(k).is_dir() for k in result["keys"]):
+            return
+        self.data[unit.id] = {"sha": _file_sha(unit.recipe), "keys": result["keys"],
+                              "at": time.time()}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(self.data, indent=1))
+        os.replace(tmp, self.path)
+
+
+# -- progress ---------------------------------------------------------------------------------
+class Progress:
+    """tqdm when importable, else plain lines; a line per finished unit either way."""
+
+    def __init__(self, total: int, quiet: bool):
+        self.bar = None
+        if not quiet and sys.stderr.isatty():
+            try:
+                from tqdm import tqdm
+                self.bar = tqdm(total=total, unit="unit", desc="warming", file=sys.stderr)
+            except ImportError:
+                self.bar = None
+        self.total, self.n, self.quiet = total, 0, quiet
+
+    def line(self, text: str) -> None:
+        if self.bar is not None:
+            self.bar.write(text, file=sys.stderr)
+        elif not self.quiet:
+            print(text, file=sys.stderr, flush=True)
+
+    def step(self, text: str) -> None:
+        self.n += 1
+        self.line(f"[{self.n}/{self.total}] {text}")
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _describe(result: dict) -> str:
+    if result.get("error"):
+        return f"{result['unit']}: FAILED {result['error']}"
+    return (f"{result['unit']}: {len(result['keys'])} graphs, {result['hits']} cached, "
+            f"{result['searches']} searched, {result['fallbacks']} fell back, {result['seconds']:.1f} s")
+
+
+# -- workers ----------------------------------------------------------------------------------
+def _init_worker(gpu_ids, device: str) -> None:
+    """Pin each worker process to one GPU before CUDA is initialised in it."""
+    if device.startswith("cuda"):
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu_ids.get())
+
+
+def _safe_warm(unit, options: dict, device: str) -> dict:
+    from ..warm import warm_unit
+    try:
+        return warm_unit(unit, options, device)
+    except Exception as e:  # noqa: BLE001 - reported per unit; the other units go on
+        return {"unit": unit.description, "id": unit.id, "keys": [], "hits": 0, "misses": 0,
+                "searches": 0, "fallbacks": 0, "seconds": 0.0,
+                "error": f"{type(e).__name__}: {str(e)[:300]}"}
+
+
+def run_units(units: list, options: dict, device: str, workers: int, gpus: list[str],
+              on_result) -> None:
+    if workers <= 1:
+        for u in units:
+            on_result(u, _safe_warm(u, options, device))
+        return
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    ctx = mp.get_context("spawn")
+    ids = ctx.Queue()
+    for g in gpus[:workers]:
+        ids.put(g)
+    # Inside a worker "cuda" means its one visible GPU.
+    dev = "cuda" if device.startswith("cuda") else device
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
+                             initargs=(ids, device)) as pool:
+        futures = {pool.submit(_safe_warm, u, options, dev): u for u in units}
+        for f in as_completed(futures):
+            on_result(futures[f], f.result())
+
+
+def run(args) -> int:
+    from ..cache.store import CacheStore
+    from ..log import configure
+    from ..options import Options
+    from ..warm import list_units
+
+    if args.workers < 1:
+        raise UsageError("--workers must be at least 1")
+    options = _options(args)
+    device = _device(args)
+    try:
+        units = list_units(args.recipe)
+    except (FileNotFoundError, ValueError) as e:
+        raise UsageError(str(e)) from None
+    if args.list:
+        for u in units:
+            print(u.description)
+        return 0
+    opts = Options.resolve(options)
+    configure(opts.log_level)
+    if args.ray is not None:
+        from ..distributed import ray_warm
+        results = ray_warm.run(args.recipe, args.ray or None, options, device)
+        print(json.dumps({"units": len(results),
+                          "failed": sum(1 for r in results if r.get("error"))}))
+        return 0 if not any(r.get("error") or r.get("fallbacks") for r in results) else 1
+    gpus = [g.strip() for g in args.gpus.split(",")] if args.gpus else [str(i) for i in range(args.workers)]
+    if len(gpus) < args.workers:
+        raise UsageError(f"--gpus names {len(gpus)} GPUs for {args.workers} workers")
+    store = CacheStore(opts.cache_path)
+    journal = Journal(store, args.recipe, device, options)
+    todo = [u for u in units if args.force or not journal.done(u)]
+    progress = Progress(len(units), quiet=args.json)
+    for u in units:
+        if u not in todo:
+            progress.step(f"{u.description}: already warm, skipped")
+            if args.json:
+                print(json.dumps({"unit": u.description, "skipped": True}), flush=True)
+    t0 = time.monotonic()
+    results = []
+
+    def on_result(unit, result: dict) -> None:
+        journal.record(unit, result)
+        results.append(result)
+        progress.step(_describe(result))
+        if args.json:
+            print(json.dumps(result, default=str), flush=True)
+
+    try:
+        run_units(todo, options, device, args.workers, gpus, on_result)
+    finally:
+        progress.close()
+    bad = [r for r in results if r.get("error") or r.get("fallbacks")]
+    summary = {"units": len(units), "skipped": len(units) - len(todo), "run": len(results),
+               "searches": sum(r.get("searches", 0) for r in results),
+               "failed": len(bad), "seconds": round(time.monotonic() - t0, 2),
+               "cache_dir": str(store.root)}
+    if args.json:
+        print(json.dumps(dict(summary, summary=True)), flush=True)
+    else:
+        print(f"warm: {summary['units']} units, {summary['skipped']} already warm, "
+              f"{summary['run']} run ({summary['searches']} searches), {summary['failed']} failed, "
+              f"{summary['seconds']:.1f} s; cache {store.root}")
+    return 1 if bad else 0
