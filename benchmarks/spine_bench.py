@@ -24,7 +24,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from torch_cudal1.bench.timing import time_callable  # noqa: E402
-from torch_cudal1.examples.quickstart import TinyBlock  # noqa: E402
 
 
 class SmallCNN(nn.Module):
@@ -77,7 +76,6 @@ with torch.no_grad():
     err = (out - ref).abs().max().item() if isinstance(out, torch.Tensor) else None
     steady = time_callable(compiled, [inputs], {device!r}, reps=200, budget_s=3.0)
     # Dispatch overhead: the compiled callable against the winner's forward called directly.
-    import torch_cudal1.runtime as rt
     direct = None
     if {device!r} == "cpu" or True:
         pass

@@ -1,7 +1,6 @@
 """The spine on a GPU: real models compile with backend="cudal1" on CUDA, match eager, and a
 second process hits the cache without searching."""
 import pytest
-import torch
 
 from helpers import run_python
 

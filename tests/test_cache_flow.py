@@ -1,8 +1,5 @@
 """The cache across processes: a hit runs no search, engine, verifier or build; corrupt and
 half-written entries are never served; new weights never meet a stale result; failures fall back."""
-import json
-import os
-import shutil
 
 import pytest
 
@@ -75,7 +72,7 @@ def test_corrupt_entry_is_quarantined_and_rebuilt(tmp_path):
 
 
 def test_half_written_entry_is_ignored(tmp_path):
-    first = _run(tmp_path)
+    _run(tmp_path)
     store = CacheStore(tmp_path)
     (key,) = store.keys()
     # A writer killed mid-way leaves its staging dir behind, or (on a non-atomic copy) an entry

@@ -9,7 +9,6 @@ import threading
 from collections import Counter
 from pathlib import Path
 
-import torch
 
 from .cache.store import ARTIFACTS, CacheStore
 from .task import TENSORS_FILE, load_source

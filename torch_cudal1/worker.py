@@ -154,7 +154,8 @@ def run_job(directory: Path) -> dict:
     """Search the job's task under the key's lock and store the entry. Returns the result dict."""
     import torch
 
-    from .cache.store import CacheStore, Timeout
+    from .cache.store import Timeout
+    from .runtime import store_for
     from .entry import store_search_result
     from .options import Options
     from .search import run_search
@@ -166,7 +167,7 @@ def run_job(directory: Path) -> dict:
     opts = Options.resolve({k: v for k, v in job["options"].items() if k in Options.keys()},
                            env=secrets)
     key, device = job["key"], job["device"]
-    store = CacheStore(opts.cache_path)
+    store = store_for(opts)
     t0 = time.monotonic()
     try:
         lock = store.lock(key, timeout=opts.lock_timeout_s)

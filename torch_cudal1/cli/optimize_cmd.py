@@ -82,7 +82,7 @@ def _write_report(path, task, device, summary, attempts, cache_hit) -> None:
 def run(args) -> int:
     import torch
 
-    from ..cache.store import CacheStore
+    from ..runtime import store_for
     from ..contracts import Attempt
     from ..log import configure
     from ..task import Task
@@ -100,7 +100,7 @@ def run(args) -> int:
         key, fields = task_key(task, device)
     except Exception as e:  # noqa: BLE001 - the user's task file itself is broken
         raise UsageError(f"cannot load task {path}: {type(e).__name__}: {e}") from None
-    store = CacheStore(opts.cache_path)
+    store = store_for(opts)
 
     def hit(entry) -> int:
         summary = dict(entry.meta.get("summary") or {}, key=key)

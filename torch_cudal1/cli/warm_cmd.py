@@ -37,6 +37,8 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="one JSON line per unit and a summary")
     p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
                    help="run the units as Ray tasks (torch_cudal1.distributed.ray_warm)")
+    from ..distributed.ray_warm import add_cli_arguments   # does not import ray
+    add_cli_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -191,7 +193,7 @@ def run_units(units: list, options: dict, device: str, workers: int, gpus: list[
 
 
 def run(args) -> int:
-    from ..cache.store import CacheStore
+    from ..runtime import store_for
     from ..log import configure
     from ..options import Options
     from ..warm import list_units
@@ -210,18 +212,21 @@ def run(args) -> int:
         return 0
     opts = Options.resolve(options)
     configure(opts.log_level)
+    store = store_for(opts)
+    journal = Journal(store, args.recipe, device, options)
+    todo = [u for u in units if args.force or not journal.done(u)]
     if args.ray is not None:
         from ..distributed import ray_warm
-        results = ray_warm.run(args.recipe, args.ray or None, options, device)
-        print(json.dumps({"units": len(results),
+        results = ray_warm.run_cli(args, options, device, units=todo)
+        for unit, result in zip(todo, results):
+            if not result.get("error"):
+                journal.record(unit, result)
+        print(json.dumps({"units": len(results), "skipped": len(units) - len(todo),
                           "failed": sum(1 for r in results if r.get("error"))}))
         return 0 if not any(r.get("error") or r.get("fallbacks") for r in results) else 1
     gpus = [g.strip() for g in args.gpus.split(",")] if args.gpus else [str(i) for i in range(args.workers)]
     if len(gpus) < args.workers:
         raise UsageError(f"--gpus names {len(gpus)} GPUs for {args.workers} workers")
-    store = CacheStore(opts.cache_path)
-    journal = Journal(store, args.recipe, device, options)
-    todo = [u for u in units if args.force or not journal.done(u)]
     progress = Progress(len(units), quiet=args.json)
     for u in units:
         if u not in todo:
