@@ -21,6 +21,8 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+from ..procutil import pid_alive
+
 from ..version import CACHE_FORMAT
 
 META = "meta.json"
@@ -209,7 +211,7 @@ class CacheStore:
                 if pid is None:
                     stale = age > 3600.0          # unknown names (rm.*): removed after an hour
                 elif host in (None, HOST):
-                    stale = not _pid_alive(pid)
+                    stale = not pid_alive(pid)
                 else:
                     stale = age > STALE_FOREIGN_S
             if stale:
@@ -286,16 +288,6 @@ def _staging_owner(name: str) -> tuple[int | None, str | None]:
     if len(parts) != 3 or not parts[1].isdigit():
         return None, None
     return int(parts[1]), host or None
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 __all__ = ["CacheEntry", "CacheStore", "CorruptEntry", "Timeout"]

@@ -17,6 +17,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from ..procutil import pid_alive  # noqa: F401 - also used by tests as server.pid_alive
+
 import httpx
 
 STATE_FILE = "server.json"
@@ -55,20 +57,6 @@ def _cmdline(pid: int) -> list[str] | None:
     except OSError:
         return None
     return [p.decode(errors="replace") for p in raw.split(b"\0") if p]
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:   # a zombie (exited, not yet reaped) is not a server
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
 
 
 def _ours(state: dict) -> bool:
