@@ -137,10 +137,13 @@ def test_cudal1_warm_ray_cli_joins_a_running_cluster(tmp_path, cluster):
          "-o", "trials=1", "-o", f"remote_cache={cluster.url}"],
         capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert json.loads(proc.stdout.splitlines()[-1]) == {"units": 1, "failed": 0}
+    assert json.loads(proc.stdout.splitlines()[-1]) == {"units": 1, "skipped": 0, "failed": 0}
     assert "[1/1] net[0]" in proc.stderr and "ray warm: 1/1 units done" in proc.stderr
     (key,) = CacheStore(tmp_path / "cache").keys()
     assert cluster.client().get(f"cudal1:index:{key}")
+    again = subprocess.run(proc.args, capture_output=True, text=True, timeout=600, env=env)
+    assert again.returncode == 0, again.stderr[-3000:]     # resumable: the warm unit is skipped
+    assert json.loads(again.stdout.splitlines()[-1]) == {"units": 0, "skipped": 1, "failed": 0}
 
 
 def test_cli_flags_reach_the_ray_tasks(monkeypatch):
