@@ -41,6 +41,8 @@ class Options:
     log_level: str = "INFO"          # DEBUG | INFO | WARNING | ERROR
     progress: bool = True            # one line per candidate on stderr
     capture_limit_mb: float = 64.0   # real inputs larger than this are not stored as test vectors
+    parallel_builds: int = field(     # candidates of a round built + verified at once (timing stays serial)
+        default_factory=lambda: max(1, min(8, (os.cpu_count() or 2) // 2)))
     # -- cache sharing (cache/, graph_runner) ---------------------------------------------------
     lock_timeout_s: float = 1800.0    # wait this long for another process searching the same key, then fall back
     trust_cache_dir: bool = False     # load code from a cache dir not owned by this user (env CUDAL1_TRUST_CACHE_DIR=1)

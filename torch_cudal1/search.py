@@ -9,6 +9,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,6 +109,24 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
     dirs: dict[int, Path] = {}
     refs: dict[str, float] = {}
 
+    def preverify(cands: list[Candidate]) -> dict[int, Verdict]:
+        """Build and verify a round's candidates in parallel child processes (no timing), so
+        that builds use the CPU cores while timing stays one candidate at a time."""
+        todo = [c for c in cands if not c.meta.get("failed")]
+        workers = min(options.parallel_builds, len(todo))
+        if workers < 2:
+            return {}
+
+        def check(item):
+            i, cand = item
+            verdict, _ = evaluate(task, cand, device=device, trials=options.trials,
+                                  timeout_s=options.verify_timeout_s, time_it=False,
+                                  workdir=str(workroot / f"pre{len(attempts):03d}_{i}"),
+                                  capture_limit_mb=options.capture_limit_mb)
+            return id(cand), verdict
+        with ThreadPoolExecutor(workers, thread_name_prefix="cudal1-build") as pool:
+            return dict(pool.map(check, enumerate(todo)))
+
     def run_one(cand: Candidate) -> Attempt:
         wd = workroot / f"c{len(attempts):03d}"
         t0 = time.monotonic()
@@ -169,8 +188,17 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
                 stop_reason = "engine has no new candidates"
                 break
             improved = False
-            for s, cand in enumerate(cands[: options.samples] if options.engine != "builtin" else cands):
+            cands = cands[: options.samples] if options.engine != "builtin" else cands
+            pre = preverify(cands)
+            for s, cand in enumerate(cands):
                 cand.round, cand.sample = r, s
+                early = pre.get(id(cand))
+                if early is not None and not early.accepted:
+                    # Rejected while building/verifying in parallel: never timed.
+                    a = Attempt(cand, early)
+                    attempts.append(a)
+                    say(_fmt_line(a))
+                    continue
                 if cand.meta.get("failed"):
                     # An answer without usable code (or a sample whose request failed): recorded
                     # as a rejected attempt with its raw answer, never sent to the verifier.

@@ -1,0 +1,80 @@
+"""A round's candidates are built and verified in parallel; timing stays one at a time, and a
+candidate rejected while building is never timed."""
+import threading
+import time
+
+import torch_cudal1.search as search
+from torch_cudal1.contracts import Candidate
+from torch_cudal1.engines.base import Engine
+from torch_cudal1.options import Options
+from torch_cudal1.task import Task
+
+TASK = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x) * 2
+
+def get_inputs():
+    return [torch.randn(64, 64)]
+
+def get_init_inputs():
+    return []
+'''
+
+GOOD = '''
+import time
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        time.sleep(1.5)          # stands in for a slow build
+    def forward(self, x):
+        return torch.clamp(x, min=0) * {scale}
+'''
+
+
+class ThreeCandidates(Engine):
+    name = "scripted"
+
+    def propose(self, task, history, ctx):
+        if ctx.round > 1:
+            return []
+        return [Candidate(GOOD.format(scale="2"), origin="scripted:a"),
+                Candidate(GOOD.format(scale="3"), origin="scripted:wrong"),
+                Candidate(GOOD.format(scale="2.0"), origin="scripted:b")]
+
+
+def test_builds_in_parallel_timing_serial(tmp_path, monkeypatch):
+    calls = []
+    lock = threading.Lock()
+    real = search.evaluate
+
+    def spy(task, cand, **kw):
+        t0 = time.monotonic()
+        out = real(task, cand, **kw)
+        with lock:
+            calls.append((cand.origin, kw.get("time_it", True), t0, time.monotonic()))
+        return out
+    monkeypatch.setattr(search, "evaluate", spy)
+    opts = Options.resolve({"baselines": "eager", "rounds": 2, "samples": 3, "trials": 1,
+                            "parallel_builds": 3, "cache_dir": str(tmp_path)}, env={})
+    result = search.run_search(Task(TASK), opts, "cpu", engine=ThreeCandidates())
+
+    pre = [c for c in calls if not c[1]]
+    timed = [c for c in calls if c[1]]
+    assert sorted(c[0] for c in pre) == ["scripted:a", "scripted:b", "scripted:wrong"]
+    # The three build/verify children overlapped in time.
+    assert max(c[2] for c in pre) < min(c[3] for c in pre)
+    # The wrong one was rejected while building and never timed; timings never overlapped.
+    assert "scripted:wrong" not in [c[0] for c in timed]
+    spans = sorted((c[2], c[3]) for c in timed)
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+    by_origin = {a.candidate.origin: a for a in result.attempts}
+    assert by_origin["scripted:wrong"].verdict.reason == "mismatch"
+    assert by_origin["scripted:a"].verdict.accepted and by_origin["scripted:a"].timing
+    result.cleanup()
