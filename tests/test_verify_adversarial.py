@@ -29,7 +29,7 @@ def _case(path: Path):
 
 
 def test_suite_has_both_sides():
-    expects = [_case(p)[2] for p in FILES]
+    expects = [e for p in FILES for e in _case(p)[2].split("|")]
     assert expects.count("ok") >= 6
     for reason in ("lazy_output", "stale_output", "async_work", "input_mutated", "output_aliased",
                    "mismatch", "timer_tampering", "seed_dependent", "nondeterministic",
@@ -44,7 +44,8 @@ def test_candidate_verdict(path, build_cache, monkeypatch):
     kw = {"timeout_s": 120, "time_budget_s": 0.3, **SETTINGS.get(path.name, {})}
     verdict, timing = evaluate(task, Candidate(src, origin=f"test:{path.stem}"),
                                build_cache_dir=build_cache, **kw)
-    assert verdict.reason == expect, (verdict.reason, verdict.detail)
+    # "a|b": either reason is right (uninitialised memory may hold NaN or just wrong numbers).
+    assert verdict.reason in expect.split("|"), (verdict.reason, verdict.detail)
     assert verdict.accepted == (expect == "ok")
     if expect == "ok":
         assert timing is not None and timing.median_ms > 0 and timing.n >= 10

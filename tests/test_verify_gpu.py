@@ -79,7 +79,7 @@ def test_adversarial_rejected_on_cuda(name, tmp_path):
     v, t = _eval((ADV / name).read_text(), build_cache_dir=str(tmp_path))
     assert not v.accepted, v.detail
     expect = (ADV / name).read_text().split("expect: ")[1].split()[0]
-    assert v.reason == expect or (name == "empty_reuse.py" and v.reason in ("nan", "stale_output"))
+    assert v.reason in expect.split("|") or (name == "empty_reuse.py" and v.reason == "stale_output")
 
 
 def test_synced_time_counts_side_stream_work():

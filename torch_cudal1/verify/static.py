@@ -7,6 +7,7 @@ the same rules again at run time through an audit hook (see ``sandbox.py``).
 from __future__ import annotations
 
 import ast
+import threading
 
 # Modules whose import alone means the candidate wants to leave the sandbox.
 FORBIDDEN_MODULES = {"subprocess", "socket", "multiprocessing", "pty", "shutil", "http", "urllib",
@@ -42,10 +43,16 @@ def _const_str(node: ast.AST) -> str | None:
     return None
 
 
+# CPython 3.11's parser is not safe to call from several threads at once ("AST constructor
+# recursion depth mismatch"); the search checks a round's candidates from parallel threads.
+_PARSE_LOCK = threading.Lock()
+
+
 def check_source(source: str) -> tuple[str, str]:
     """Return (reason, detail): ("ok", "") or ("forbidden_call" | "build_error", what and where)."""
     try:
-        tree = ast.parse(source)
+        with _PARSE_LOCK:
+            tree = ast.parse(source)
     except SyntaxError as e:
         return "build_error", f"SyntaxError at line {e.lineno}: {e.msg}"
     reason, detail = _check_tree(tree)
