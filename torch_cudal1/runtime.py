@@ -40,22 +40,17 @@ def prebuilt_extensions(artifacts: Path):
     from torch.utils import cpp_extension
     real_inline, real_load = cpp_extension.load_inline, cpp_extension.load
 
-    def load_inline(name, *args, **kwargs):
-        mod = _load_prebuilt(name, artifacts)
-        if mod is None:
-            STATS["extension_builds"] += 1
-            return real_inline(name, *args, **kwargs)
-        return mod
-
-    def load(name, *args, **kwargs):
-        mod = _load_prebuilt(name, artifacts)
-        if mod is None:
-            STATS["extension_builds"] += 1
-            return real_load(name, *args, **kwargs)
-        return mod
+    def serve(real):
+        def load(name, *args, **kwargs):
+            mod = _load_prebuilt(name, artifacts)
+            if mod is None:
+                STATS["extension_builds"] += 1
+                return real(name, *args, **kwargs)
+            return mod
+        return load
 
     with _patch_lock:
-        cpp_extension.load_inline, cpp_extension.load = load_inline, load
+        cpp_extension.load_inline, cpp_extension.load = serve(real_inline), serve(real_load)
         try:
             yield
         finally:
