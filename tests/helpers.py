@@ -24,3 +24,17 @@ def run_python(code: str, env: dict | None = None, timeout: float = 600) -> dict
     result = json.loads(lines[-1])
     result["_stderr"] = proc.stderr
     return result
+
+
+# Python to run in a child before it compiles: on a cache hit nothing expensive may run — no
+# search, verifier, engine or extension build — so each of them raises.
+FORBID_SEARCH = """
+def _forbidden(*a, **k):
+    raise AssertionError("a cache hit must not run this")
+import torch_cudal1.search, torch_cudal1.verify.runner, torch_cudal1.engines, torch.utils.cpp_extension
+torch_cudal1.search.run_search = _forbidden
+torch_cudal1.verify.runner.evaluate = _forbidden
+torch_cudal1.engines.create = _forbidden
+torch.utils.cpp_extension.load_inline = _forbidden
+torch.utils.cpp_extension._jit_compile = _forbidden
+"""

@@ -3,7 +3,7 @@ half-written entries are never served; new weights never meet a stale result; fa
 
 import pytest
 
-from helpers import run_python
+from helpers import FORBID_SEARCH, run_python
 from torch_cudal1.cache.store import CacheStore
 
 MODEL = """
@@ -29,16 +29,7 @@ def _code(patch=""):
     return RUN.replace("__PATCH__", patch)
 
 # In the "hit" process every expensive part raises: a hit must need none of them.
-FORBID = """
-def _forbidden(*a, **k):
-    raise AssertionError("a cache hit must not run this")
-import torch_cudal1.search, torch_cudal1.verify.runner, torch_cudal1.engines, torch.utils.cpp_extension
-torch_cudal1.search.run_search = _forbidden
-torch_cudal1.verify.runner.evaluate = _forbidden
-torch_cudal1.engines.create = _forbidden
-torch.utils.cpp_extension.load_inline = _forbidden
-torch.utils.cpp_extension._jit_compile = _forbidden
-"""
+FORBID = FORBID_SEARCH
 
 
 def _run(cache_dir, patch="", **env):

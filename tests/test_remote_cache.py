@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from helpers import run_python
+from helpers import FORBID_SEARCH, run_python
 from torch_cudal1.cache import remote as remote_mod
 from torch_cudal1.cache.key import cache_key
 from torch_cudal1.cache.remote import BadBlob, RemoteTier, pack, unpack
@@ -161,14 +161,7 @@ print(json.dumps({"err": err, "stats": torch_cudal1.stats(), "keys": [k["key"] f
 """
 
 # The second machine must get its winner without any search, engine, verifier or build.
-FORBID = """
-def _forbidden(*a, **k):
-    raise AssertionError("a remote hit must not run this")
-import torch_cudal1.search, torch_cudal1.verify.runner, torch_cudal1.engines
-torch_cudal1.search.run_search = _forbidden
-torch_cudal1.verify.runner.evaluate = _forbidden
-torch_cudal1.engines.create = _forbidden
-"""
+FORBID = FORBID_SEARCH
 
 
 def _compile(cache_dir, url, patch="", timeout_s=5.0):
