@@ -154,7 +154,7 @@ def run_task(row: dict, args, ceilings: dict) -> dict:
         "engine": "builtin", "baselines": baselines, "rounds": args.rounds,
         "trials": 2 if args.fast else 3, "time_budget_s": args.task_timeout,
         "verify_timeout_s": min(args.task_timeout, 300.0), "progress": False,
-        "cache_dir": str(Path(args.out) / "cache")})
+        "parallel_builds": args.builds_per_task, "cache_dir": str(Path(args.out) / "cache")})
     lines = []
     try:
         res = run_search(task, opts, args.device, key=row["id"], progress=lines.append)
@@ -191,6 +191,15 @@ def run_task(row: dict, args, ceilings: dict) -> dict:
         rec["roofline_fraction"] = rec["floor_ms"] / rec["builtin_ms"] if rec.get("builtin_ms") else None
     rec["seconds"] = round(time.monotonic() - t0, 1)
     return rec
+
+
+def _run_task_safely(row: dict, args, ceilings: dict) -> dict:
+    t0 = time.monotonic()
+    try:
+        return run_task(row, args, ceilings)
+    except Exception as e:  # noqa: BLE001 - the harness failed on this task: record it, go on
+        return {"id": row["id"], "level": row["level"], "status": "harness_error",
+                "error": f"{type(e).__name__}: {str(e)[:400]}", "seconds": round(time.monotonic() - t0, 1)}
 
 
 # -- summary ------------------------------------------------------------------------------------
@@ -234,12 +243,20 @@ def write_markdown(records: list[dict], summary: dict, ceilings: dict, path: Pat
           "median vs eager | faster than eager | faster than inductor |",
           "|---|---|---|---|---|---|---|---|---|---|"]
     for key, row in summary.items():
+        if "tasks" not in row:
+            continue
         for impl in ("inductor", "cudal1_builtin", "cudal1_replay"):
             s = row[impl]
             L.append(f"| {key} | {row['tasks']} | {row['measured']} | {row['incorrect']} | {impl} | "
                      f"{s['geomean_vs_eager']:.3f} | {s['geomean_vs_inductor']:.3f} | "
                      f"{s['median_vs_eager']:.3f} | {s['faster_than_eager']:.0%} | "
                      f"{s['faster_than_inductor']:.0%} |")
+    at = summary.get("overall", {}).get("all_tasks")
+    if at:
+        L += ["", f"Over all {at['total_tasks']} KernelBench tasks ({at['measured']} measured here, "
+              "the rest counted 1.0): geomean over eager — inductor "
+              f"{at['inductor']:.3f}, cudal1 built-in {at['cudal1_builtin']:.3f}, "
+              f"cudal1 built-in + replay {at['cudal1_replay']:.3f}."]
     L += ["", "Replayed CUDA-L1 solutions rejected by the verifier: "
           + ", ".join(f"{k}: {v['replay_rejected']}" for k, v in summary.items()), "",
           "| task | eager ms | inductor ms | cudal1 builtin ms | winner | cudal1 replay ms | replay verdict "
@@ -252,6 +269,86 @@ def write_markdown(records: list[dict], summary: dict, ceilings: dict, path: Pat
                  f"{f(r.get('replay_ms'))} | {rc.get('reason', '-')} | {f(r.get('floor_ms'))} | "
                  f"{f(r.get('roofline_fraction'), 3)} |")
     path.write_text("\n".join(L) + "\n")
+
+
+def all_tasks_geomean(records: list[dict], total: int) -> dict:
+    """Geomean speedup over eager across the whole benchmark (``total`` tasks), counting every
+    task without a correct measurement as 1.0 — the way CUDA-L1 reports its figure."""
+    out = {"total_tasks": total}
+    ok = [r for r in records if r.get("status") == "ok" and r.get("eager_ms")]
+    for name, col in (("inductor", "inductor_ms"), ("cudal1_builtin", "builtin_ms"),
+                      ("cudal1_replay", "replay_ms")):
+        logs = [math.log(r["eager_ms"] / r[col]) for r in ok if r.get(col)]
+        out[name] = math.exp(sum(logs) / total) if total >= len(logs) else float("nan")
+    out["measured"] = len(ok)
+    return out
+
+
+def write_solutions(records: list[dict], path: Path) -> None:
+    """The CUDA-L1 solutions through our verifier and harness: verdict, reason, our speedups
+    over eager and inductor on this GPU, and the speedup CUDA-L1 published for an H100."""
+    f = lambda x: "-" if x is None else f"{x:.2f}"  # noqa: E731
+    with_code = [r for r in records if r.get("replay_candidate")]
+    L = ["# CUDA-L1 solutions through the torch_cudal1 verifier and timing harness", "",
+         f"{len(with_code)} solutions (tasks measured by `kernelbench_runner.py`). `ours` = "
+         "eager (or inductor) time / the solution's time, same harness, this GPU; `published` = "
+         "CUDA-L1's H100 figure over eager.", "",
+         "| task | verdict | reason | ours vs eager | ours vs inductor | published | detail |",
+         "|---|---|---|---|---|---|---|"]
+    false_by_reason: dict = {}
+    slower = []
+    for r in with_code:
+        c = r["replay_candidate"]
+        ms = c.get("ms")
+        se = r["eager_ms"] / ms if ms and r.get("eager_ms") else None
+        si = r["inductor_ms"] / ms if ms and r.get("inductor_ms") else None
+        pub = r.get("published_speedup")
+        detail = (c.get("detail") or "").splitlines()[0][:110].replace("|", "/") if c.get("detail") else ""
+        L.append(f"| {r['id']} | {'accepted' if c['accepted'] else 'rejected'} | {c['reason']} | "
+                 f"{f(se)} | {f(si)} | {f(pub)} | {detail} |")
+        if not c["accepted"] and (pub or 0) > 1.0:
+            false_by_reason.setdefault(c["reason"], []).append(r["id"])
+        if c["accepted"] and (pub or 0) > 1.0 and se is not None and se < 1.0:
+            slower.append(r["id"])
+    n_pub = sum(1 for r in with_code if (r.get("published_speedup") or 0) > 1.0)
+    L += ["", "## Published speedups that do not hold", "",
+          f"{sum(map(len, false_by_reason.values()))} of {n_pub} solutions with a published "
+          "speedup above 1 were rejected by the verifier:", ""]
+    for reason, ids in sorted(false_by_reason.items(), key=lambda kv: -len(kv[1])):
+        L.append(f"- `{reason}` ({len(ids)}): {', '.join(ids)}")
+    L += ["", f"Accepted but slower than eager on this GPU ({len(slower)}): "
+          + (", ".join(slower) or "none"), ""]
+    path.write_text("\n".join(L) + "\n")
+
+
+def _shard(rows: list[dict], spec: str | None) -> list[dict]:
+    """``I/N``: every N-th task starting at I (one runner per GPU, same results file)."""
+    if not spec:
+        return rows
+    i, _, n = spec.partition("/")
+    return rows[int(i)::int(n)]
+
+
+def read_results(path: Path) -> dict:
+    done = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.strip():
+                r = json.loads(line)
+                done[r["id"]] = r
+    return done
+
+
+def write_summary(rows: list[dict], results: Path, ceilings: dict, out: Path, total: int) -> dict:
+    done = read_results(results)
+    selected = [done[r["id"]] for r in rows if r["id"] in done]
+    summary = summarize(selected)
+    if total:
+        summary["overall"]["all_tasks"] = all_tasks_geomean(selected, total)
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    write_markdown(selected, summary, ceilings, out / "summary.md")
+    write_solutions(selected, out / "solutions.md")
+    return summary
 
 
 def main(argv=None) -> int:
@@ -269,8 +366,21 @@ def main(argv=None) -> int:
     ap.add_argument("--no-replay", action="store_true", help="skip the CUDA-L1 solutions")
     ap.add_argument("--ids", help="comma-separated task ids (L1_12,...), run in that order")
     ap.add_argument("--stride", type=int, default=1, help="every K-th selected task")
+    ap.add_argument("--shard", help="I/N: this process runs every N-th task from I (one per GPU)")
+    ap.add_argument("--claim", metavar="TAG",
+                    help="take tasks from a queue shared by every runner given the same TAG (one "
+                         "per GPU, each free to go faster than the others); use a new TAG per run")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="tasks in flight at once; their builds and checks overlap, their timings "
+                         "never do (the device lock)")
+    ap.add_argument("--builds-per-task", type=int, default=2,
+                    help="parallel build+verify children within one task's search round")
+    ap.add_argument("--total-tasks", type=int, default=250,
+                    help="the benchmark's size for the all-tasks geomean (tasks without a "
+                         "measurement count 1.0); 0 = off")
     ap.add_argument("--max-seconds", type=float, default=0,
                     help="start no new task after this long (resume with another run)")
+    ap.add_argument("--summary-only", action="store_true", help="rewrite the summary and stop")
     args = ap.parse_args(argv)
     started = time.monotonic()
     out = Path(args.out)
@@ -278,42 +388,81 @@ def main(argv=None) -> int:
     # (No TORCHINDUCTOR_CACHE_DIR under --out: the verifier's sandbox only lets candidates write
     # in their own work dirs, and an inductor cache elsewhere reads as a forbidden write.)
     results = out / "results.jsonl"
-    done = {}
-    if results.exists():
-        for line in results.read_text().splitlines():
-            if line.strip():
-                r = json.loads(line)
-                done[r["id"]] = r
-    cpath = out / "ceilings.json"
-    if cpath.exists() and json.loads(cpath.read_text()).get("device") == args.device:
-        ceilings = json.loads(cpath.read_text())
-    else:
-        ceilings = measure_ceilings(args.device)
-        cpath.write_text(json.dumps(ceilings, indent=1))
-        if args.device.startswith("cuda"):
-            torch.cuda.empty_cache()   # the verifier's children need the memory
+    from filelock import FileLock
+    lock = FileLock(str(out / "results.lock"))
     rows = load_tasks(args)
-    print(f"{len(rows)} tasks ({sum(r['id'] in done for r in rows)} done) on {args.device}; "
+    cpath = out / "ceilings.json"
+    with lock:   # one runner per GPU may start at once: measure the ceilings once
+        if cpath.exists() and json.loads(cpath.read_text()).get("device", "").split(":")[0] == \
+                args.device.split(":")[0]:
+            ceilings = json.loads(cpath.read_text())
+        elif args.summary_only:
+            ceilings = {}
+        else:
+            ceilings = measure_ceilings(args.device)
+            cpath.write_text(json.dumps(ceilings, indent=1))
+            if args.device.startswith("cuda"):
+                torch.cuda.empty_cache()   # the verifier's children need the memory
+    if args.summary_only:
+        with lock:
+            summary = write_summary(rows, results, ceilings, out, args.total_tasks)
+        print((out / "summary.md").read_text())
+        return 1 if any(v["incorrect"] for v in summary.values()) else 0
+    mine = _shard(rows, args.shard)
+    done = read_results(results)
+    todo = [r for r in mine if r["id"] not in done]
+    print(f"{len(mine)} tasks ({len(mine) - len(todo)} done) on {args.device}, {args.jobs} at a time; "
           f"results in {out}", flush=True)
-    for row in rows:
-        if row["id"] in done:
-            continue
-        if args.max_seconds and time.monotonic() - started > args.max_seconds:
-            print(f"stopping: --max-seconds {args.max_seconds:.0f} reached", flush=True)
-            break
-        rec = run_task(row, args, ceilings)
-        done[rec["id"]] = rec
-        with results.open("a") as fh:
-            fh.write(json.dumps(rec) + "\n")
+
+    def finish(rec: dict) -> None:
+        with lock:
+            with results.open("a") as fh:
+                fh.write(json.dumps(rec) + "\n")
+            write_summary(rows, results, ceilings, out, args.total_tasks)
         print(f"{rec['id']}: {rec.get('status')} eager {rec.get('eager_ms')} inductor "
               f"{rec.get('inductor_ms')} builtin {rec.get('builtin_ms')} ({rec.get('builtin_winner')}) "
               f"replay {rec.get('replay_ms')} [{rec.get('seconds')} s]", flush=True)
-        selected = [done[r["id"]] for r in rows if r["id"] in done]
-        write_markdown(selected, summarize(selected), ceilings, out / "summary.md")
-    selected = [done[r["id"]] for r in rows if r["id"] in done]
-    summary = summarize(selected)
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    write_markdown(selected, summary, ceilings, out / "summary.md")
+
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+    pending = list(todo)
+    claims = out / f"claims-{args.claim}.txt" if args.claim else None
+
+    def claim_next() -> dict | None:
+        """The next task no runner has taken: from this process's list, or with --claim from
+        the queue all runners with the same tag share."""
+        if claims is None:
+            return pending.pop(0) if pending else None
+        with lock:
+            taken = set(claims.read_text().split()) if claims.exists() else set()
+            taken |= set(read_results(results))
+            while pending and pending[0]["id"] in taken:
+                pending.pop(0)
+            if not pending:
+                return None
+            row = pending.pop(0)
+            with claims.open("a") as fh:
+                fh.write(row["id"] + "\n")
+            return row
+
+    with ThreadPoolExecutor(max(1, args.jobs), thread_name_prefix="kb-task") as pool:
+        running: set = set()
+        while pending or running:
+            while pending and len(running) < max(1, args.jobs):
+                if args.max_seconds and time.monotonic() - started > args.max_seconds:
+                    print(f"stopping: --max-seconds {args.max_seconds:.0f} reached", flush=True)
+                    pending = []
+                    break
+                row = claim_next()
+                if row is None:
+                    break
+                running.add(pool.submit(_run_task_safely, row, args, ceilings))
+            if not running:
+                break
+            finished, running = wait(running, return_when=FIRST_COMPLETED)
+            for f in finished:
+                finish(f.result())
+    with lock:
+        summary = write_summary(rows, results, ceilings, out, args.total_tasks)
     print((out / "summary.md").read_text())
     return 1 if any(v["incorrect"] for v in summary.values()) else 0
 

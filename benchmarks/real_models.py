@@ -74,6 +74,18 @@ def build(name: str, small: bool, device: str, dtype):
 
 
 def latency_ms(fn, inputs, device: str, reps: int = 20) -> float:
+    """Median wall milliseconds per call; the device to itself (the device lock: searches or
+    benchmark runners sharing the GPU wait while this runs)."""
+    from torch_cudal1.bench.device_lock import DeviceLock
+    lock = DeviceLock(device)
+    try:
+        with lock.exclusive():
+            return _latency_ms(fn, inputs, device, reps)
+    finally:
+        lock.close()
+
+
+def _latency_ms(fn, inputs, device: str, reps: int) -> float:
     with torch.no_grad():
         for _ in range(3):
             fn(*inputs)

@@ -28,13 +28,20 @@ def test_runner_smoke_on_cpu(kernelbench_rows, tmp_path):
     out = tmp_path / "out"
     cmd = [sys.executable, str(ROOT / "benchmarks" / "kernelbench_runner.py"), "--data", str(data),
            "--device", "cpu", "--fast", "--out", str(out), "--task-timeout", "200"]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=str(ROOT))
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    # Two runners at once on one results file and one task queue, as one runner per GPU would.
+    procs = [subprocess.Popen(cmd + ["--claim", "t1", "--jobs", "2"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, cwd=str(ROOT)) for i in range(2)]
+    for p in procs:
+        so, se = p.communicate(timeout=900)
+        assert p.returncode == 0, so[-3000:] + se[-3000:]
     recs = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
-    assert len(recs) == 2 and all(r["status"] == "ok" and r["builtin_correct"] for r in recs)
+    assert sorted(r["id"] for r in recs) == sorted(f"L1_{r['task_id']}" for r in rows)
+    assert all(r["status"] == "ok" and r["builtin_correct"] for r in recs)
     assert all(r["eager_ms"] > 0 and r["floor_ms"] > 0 and "replay_ms" in r for r in recs)
     md = (out / "summary.md").read_text()
-    assert "overall" in md and "cudal1_builtin" in md
+    assert "overall" in md and "cudal1_builtin" in md and "Over all 250 KernelBench tasks" in md
+    sols = (out / "solutions.md").read_text()
+    assert all(r["id"] in sols for r in recs if r.get("replay_candidate"))
     # resumable: a second run skips both tasks
     p2 = subprocess.run(cmd + ["--no-replay"], capture_output=True, text=True, timeout=300, cwd=str(ROOT))
     assert p2.returncode == 0 and "(2 done)" in p2.stdout

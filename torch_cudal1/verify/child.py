@@ -40,6 +40,7 @@ from . import guards, sandbox  # noqa: E402
 from .compare import check_real_tensor, compare, flatten_outputs  # noqa: E402
 from .errors import classify_exception  # noqa: E402
 from .runner import CANDIDATE_FILE, REAL_INPUTS_FILE, REQUEST_FILE, RESULT_FILE  # noqa: E402
+from ..bench.device_lock import DeviceLock  # noqa: E402
 from ..bench.timing import CheckFailed, time_callable  # noqa: E402
 
 POISON = 9999.0           # written into freed blocks before each candidate call
@@ -160,6 +161,7 @@ class Harness:
         self.build_dir: str | None = None
         self.seen_shapes: set = set()
         self.check_stride = bool(req.get("check_stride", False))
+        self.lock = DeviceLock("cpu", directory="")   # inactive until run() knows the device
 
     # -- helpers ------------------------------------------------------------------------------
     def cmp(self, native, got, hi):
@@ -187,6 +189,10 @@ class Harness:
                 pass
 
     def reference(self, inputs):
+        with self.lock.shared():   # other processes' timings on this device wait for it
+            return self._reference(inputs)
+
+    def _reference(self, inputs):
         with _reference_precision(self.precision):
             native = self.ref(*_clone(inputs))
         hi = None
@@ -203,6 +209,10 @@ class Harness:
 
     def call(self, inputs, what: str):
         """One candidate call with the per-call checks; returns its (live) output."""
+        with self.lock.shared():
+            return self._call(inputs, what)
+
+    def _call(self, inputs, what: str):
         threads = set(threading.enumerate())
         self.poison()
         keep = _clone(inputs)
@@ -297,6 +307,7 @@ class Harness:
         self.snap = guards.snapshot()
         self.precision = _precision_state()
         self._build_env()
+        self.lock = DeviceLock(self.device)   # its files are opened before the sandbox closes
         sandbox.install([str(wd), os.environ["TORCH_EXTENSIONS_DIR"]], self._violation)
         t0 = time.monotonic()
         try:
@@ -448,6 +459,10 @@ class Harness:
         raise Reject("nondeterministic", "two runs on the same input differ beyond rounding")
 
     def _time(self):
+        with self.lock.exclusive():   # the device alone: no other process's calls or timings
+            return self._time_alone()
+
+    def _time_alone(self):
         t0 = time.monotonic()
 
         def check(idx, out):

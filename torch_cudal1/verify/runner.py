@@ -60,9 +60,25 @@ def _write_real_inputs(task: Task, workdir: Path, limit_mb: float) -> bool:
     return True
 
 
+def _parent_death_signal():
+    """prctl(PR_SET_PDEATHSIG, SIGKILL), resolved here in the parent: the child (in its own
+    session, so that a timeout kills its whole group) must still die with the process that
+    started it, or a killed search would leave candidates running on the device."""
+    try:
+        import ctypes
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+        return lambda: prctl(1, signal.SIGKILL, 0, 0, 0)   # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return lambda: None
+
+
+_SET_PDEATHSIG = _parent_death_signal()
+
+
 def _limits(memory_limit_mb: float | None):
     def apply() -> None:
         os.setsid()
+        _SET_PDEATHSIG()
         if memory_limit_mb:
             import resource
             lim = int(memory_limit_mb * 2**20)

@@ -1,0 +1,125 @@
+"""One device, many processes: timings never overlap other processes' work on the same device.
+
+Several searches, warm workers or benchmark jobs may share one GPU. Their builds and
+verifications may run side by side, but a timing must see the device alone, or its numbers are
+another process's. A readers-writer lock per physical device (``fcntl.flock`` on a file under
+``CUDAL1_DEVICE_LOCK_DIR``, default ``<tmp>/cudal1-device-locks-<uid>``) does that: each call the
+verifier makes on the device holds it shared, a timing holds it exclusive. A turnstile lock in
+front gives the writer preference, so a timing waits for the calls in flight to finish, never for
+a stream of new ones. ``CUDAL1_DEVICE_LOCK=0`` turns it off; any OS error turns it off for the
+process rather than failing the work (the lock is about fair numbers, never about correctness).
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import tempfile
+import threading
+
+
+def lock_dir() -> str | None:
+    if os.environ.get("CUDAL1_DEVICE_LOCK", "1").lower() in ("0", "false", "no", "off"):
+        return None
+    return os.environ.get("CUDAL1_DEVICE_LOCK_DIR") or os.path.join(
+        tempfile.gettempdir(), f"cudal1-device-locks-{os.getuid()}")
+
+
+def device_id(device: str) -> str:
+    """A name for the physical device, the same in every process whatever its
+    CUDA_VISIBLE_DEVICES: the GPU's UUID where torch reports it."""
+    dev = str(device)
+    if not dev.startswith("cuda"):
+        return "cpu"
+    import torch
+    try:
+        props = torch.cuda.get_device_properties(torch.device(dev))
+        uuid = str(getattr(props, "uuid", "") or "")
+        if uuid:
+            return "gpu-" + uuid.replace("/", "_")
+        idx = torch.device(dev).index or 0
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+        return "gpu-" + (visible.split(",")[idx] if visible else str(idx))
+    except Exception:  # noqa: BLE001 - no name, no lock
+        return ""
+
+
+class DeviceLock:
+    """Readers-writer lock over one device, across processes; re-entrant inside the process
+    (a shared request while this process holds it exclusively is a no-op)."""
+
+    def __init__(self, device: str, directory: str | None = None):
+        self._fds: tuple[int, int] | None = None
+        self._exclusive = 0
+        self._mu = threading.RLock()
+        directory = directory if directory is not None else lock_dir()
+        name = device_id(device) if directory else ""
+        if not (directory and name):
+            return
+        try:
+            os.makedirs(directory, mode=0o700, exist_ok=True)
+            base = os.path.join(directory, name)
+            self._fds = (os.open(base + ".turnstile", os.O_RDWR | os.O_CREAT, 0o600),
+                         os.open(base + ".lock", os.O_RDWR | os.O_CREAT, 0o600))
+        except OSError:
+            self._fds = None
+
+    @property
+    def active(self) -> bool:
+        return self._fds is not None
+
+    def _flock(self, fd: int, op: int) -> bool:
+        try:
+            fcntl.flock(fd, op)
+            return True
+        except OSError:
+            self._fds = None
+            return False
+
+    @contextlib.contextmanager
+    def shared(self):
+        fds = self._fds
+        if fds is None or self._exclusive:
+            yield
+            return
+        turnstile, rw = fds
+        with self._mu:   # threads of one process share one open file: serialise them here
+            if self._flock(turnstile, fcntl.LOCK_EX):
+                self._flock(rw, fcntl.LOCK_SH)
+                self._flock(turnstile, fcntl.LOCK_UN)
+            try:
+                yield
+            finally:
+                if self._fds is not None:
+                    self._flock(rw, fcntl.LOCK_UN)
+
+    @contextlib.contextmanager
+    def exclusive(self):
+        fds = self._fds
+        if fds is None:
+            yield
+            return
+        turnstile, rw = fds
+        with self._mu:
+            if self._exclusive:
+                self._exclusive += 1
+                try:
+                    yield
+                finally:
+                    self._exclusive -= 1
+                return
+            held = self._flock(turnstile, fcntl.LOCK_EX) and self._flock(rw, fcntl.LOCK_EX)
+            self._exclusive = 1
+            try:
+                yield
+            finally:
+                self._exclusive = 0
+                if held and self._fds is not None:
+                    self._flock(rw, fcntl.LOCK_UN)
+                    self._flock(turnstile, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        fds, self._fds = self._fds, None
+        for fd in fds or ():
+            with contextlib.suppress(OSError):
+                os.close(fd)
