@@ -119,10 +119,11 @@ DISPATCH = textwrap.dedent(r"""
 def _child(code: str, cfg: dict, env: dict, timeout: float = 1800) -> dict:
     full = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     full.update(env)
-    p = subprocess.run([sys.executable, "-c", code, json.dumps(cfg)], env=full, capture_output=True,
-                       text=True, timeout=timeout)
+    # The child's log (search progress, warnings) streams to ours: a slow step shows where it is.
+    p = subprocess.run([sys.executable, "-c", code, json.dumps(cfg)], env=full, text=True,
+                       stdout=subprocess.PIPE, timeout=timeout)
     if p.returncode != 0:
-        raise RuntimeError(f"child failed ({p.returncode}): {p.stderr[-3000:]}")
+        raise RuntimeError(f"child failed ({p.returncode}); its log is above")
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 

@@ -118,3 +118,20 @@ def test_one_lock_per_physical_gpu_whatever_is_visible():
     from torch_cudal1.bench.device_lock import device_id
     assert pinned == [device_id("cuda:0"), device_id("cuda:1")]
     assert pinned[0] != pinned[1] and all(p.startswith("gpu-") for p in pinned)
+
+
+def test_nested_shared_keeps_the_lock_until_the_outer_release(tmp_path):
+    a = DeviceLock("cpu", directory=str(tmp_path))
+    b = DeviceLock("cpu", directory=str(tmp_path))
+    import fcntl
+    with a.shared():
+        with a.shared():
+            pass
+        # Still held shared by ``a``: an exclusive attempt from another open file must fail.
+        try:
+            fcntl.flock(b._fds[1], fcntl.LOCK_EX | fcntl.LOCK_NB)
+            got = True
+        except BlockingIOError:
+            got = False
+        assert not got
+    fcntl.flock(b._fds[1], fcntl.LOCK_EX | fcntl.LOCK_NB)   # free once the outer one ends

@@ -4,7 +4,7 @@ Several searches, warm workers or benchmark jobs may share one GPU. Their builds
 verifications may run side by side, but a timing must see the device alone, or its numbers are
 another process's. A readers-writer lock per physical device (``fcntl.flock`` on a file under
 ``CUDAL1_DEVICE_LOCK_DIR``, default ``<tmp>/cudal1-device-locks-<uid>``) does that: each call the
-verifier makes on the device holds it shared, a timing holds it exclusive. A turnstile lock in
+verification holds it shared while it uses the device, a timing holds it exclusive. A turnstile lock in
 front gives the writer preference, so a timing waits for the calls in flight to finish, never for
 a stream of new ones. ``CUDAL1_DEVICE_LOCK=0`` turns it off; any OS error turns it off for the
 process rather than failing the work (the lock is about fair numbers, never about correctness).
@@ -51,6 +51,7 @@ class DeviceLock:
     def __init__(self, device: str, directory: str | None = None):
         self._fds: tuple[int, int] | None = None
         self._exclusive = 0
+        self._shared = 0
         self._mu = threading.RLock()
         directory = directory if directory is not None else lock_dir()
         name = device_id(device) if directory else ""
@@ -84,12 +85,21 @@ class DeviceLock:
             return
         turnstile, rw = fds
         with self._mu:   # threads of one process share one open file: serialise them here
+            if self._shared:   # nested: never back through the turnstile (a waiting writer
+                self._shared += 1   # holds it, and waits for this very lock)
+                try:
+                    yield
+                finally:
+                    self._shared -= 1
+                return
             if self._flock(turnstile, fcntl.LOCK_EX):
                 self._flock(rw, fcntl.LOCK_SH)
                 self._flock(turnstile, fcntl.LOCK_UN)
+            self._shared = 1
             try:
                 yield
             finally:
+                self._shared = 0
                 if self._fds is not None:
                     self._flock(rw, fcntl.LOCK_UN)
 

@@ -339,7 +339,8 @@ class Harness:
         self.phases["build_s"] = time.monotonic() - t0
         self.guard("after construction")
         with torch.no_grad():
-            result = self._verify()
+            with self.lock.shared():   # all of verification's device work, not only the calls
+                result = self._verify()
             if req.get("time_it"):
                 result["timing"] = self._time().to_json()
         self.guard("at the end")
