@@ -169,6 +169,11 @@ def main(argv=None) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     results: dict = {"device": args.device, "model": args.model, "batch": args.batch,
                      "options": options}
+    def save() -> None:
+        """After every stage: a run cut short by a time limit still leaves what it measured."""
+        (out_dir / "cache_bench.json").write_text(json.dumps(results, indent=1, default=str))
+        (out_dir / "cache_bench.md").write_text(_markdown(results))
+
     with tempfile.TemporaryDirectory(prefix="cudal1-cache-bench-") as tmp:
         cache, ind = Path(tmp) / "cudal1", Path(tmp) / "inductor"
         env = {"CUDAL1_CACHE_DIR": str(cache), "TORCHINDUCTOR_CACHE_DIR": str(ind)}
@@ -185,6 +190,7 @@ def main(argv=None) -> int:
         results["eager_first_call_s"] = _median(eager, "first_call_s")
         results["eager_process_s"] = _median(eager, "process_to_first_result_s")
         results["eager_steady_ms"] = _median(eager, "steady_ms")
+        save()
         if not args.skip_inductor:
             print("filling inductor's cache...", file=sys.stderr, flush=True)
             icold = _child(CHILD, dict(base, backend="inductor"), env)
@@ -193,45 +199,51 @@ def main(argv=None) -> int:
             results["inductor_warm_first_call_s"] = _median(iw, "first_call_s")
             results["inductor_warm_process_s"] = _median(iw, "process_to_first_result_s")
             results["inductor_steady_ms"] = _median(iw, "steady_ms")
+            save()
         print("dispatch overhead...", file=sys.stderr, flush=True)
         results["dispatch"] = _child(DISPATCH, {"device": args.device, "options": options}, env)
+        save()
         print("4 processes together...", file=sys.stderr, flush=True)
         cold4 = dict(env, CUDAL1_CACHE_DIR=str(Path(tmp) / "together"))
         results["together_cold"] = _together(cfg, cold4)
         results["together_warm"] = _together(cfg, cold4)
-    (out_dir / "cache_bench.json").write_text(json.dumps(results, indent=1, default=str))
-    md = _markdown(results)
-    (out_dir / "cache_bench.md").write_text(md)
-    print(md)
+        save()
+    print(_markdown(results))
     return 0
 
 
 def _markdown(r: dict) -> str:
-    d = r["dispatch"]
-    rows = [
-        ("cudal1 cold first call (search, then cache)", f"{r['cudal1_cold_first_call_s']:.2f} s"),
-        ("cudal1 warm first call (fresh process, full cache)", f"{r['cudal1_warm_first_call_s']:.2f} s"),
-        ("cudal1 warm: process start to first result", f"{r['cudal1_warm_process_s']:.2f} s"),
-        ("eager first call / process start to first result",
-         f"{r['eager_first_call_s']:.3f} s / {r['eager_process_s']:.2f} s"),
-    ]
+    """The table of what has been measured so far."""
+    rows = []
+    if "cudal1_warm_first_call_s" in r:
+        rows += [
+            ("cudal1 cold first call (search, then cache)", f"{r['cudal1_cold_first_call_s']:.2f} s"),
+            ("cudal1 warm first call (fresh process, full cache)", f"{r['cudal1_warm_first_call_s']:.2f} s"),
+            ("cudal1 warm: process start to first result", f"{r['cudal1_warm_process_s']:.2f} s"),
+            ("eager first call / process start to first result",
+             f"{r['eager_first_call_s']:.3f} s / {r['eager_process_s']:.2f} s"),
+        ]
     if "inductor_warm_first_call_s" in r:
         rows += [("inductor cold first call", f"{r['inductor_cold_first_call_s']:.2f} s"),
                  ("inductor warm first call (its own cache)", f"{r['inductor_warm_first_call_s']:.2f} s"),
                  ("inductor warm: process start to first result", f"{r['inductor_warm_process_s']:.2f} s")]
-    rows += [
-        ("steady call: eager / cudal1" + (" / inductor" if "inductor_steady_ms" in r else ""),
-         " / ".join(f"{r[k]:.3f} ms" for k in ("eager_steady_ms", "cudal1_steady_ms", "inductor_steady_ms")
-                    if k in r)),
-        ("per-call overhead, tiny op: eager / cudal1 static / cudal1 dynamic / inductor",
-         f"{d['eager_us']:.1f} / {d['cudal1_static_us']:.1f} / {d['cudal1_dynamic_us']:.1f} / "
-         f"{d['inductor_us']:.1f} us"),
-        ("4 processes together, cold cache: wall (searches, waits, hits)",
-         f"{r['together_cold']['wall_s']:.1f} s ({r['together_cold']['searches']}, "
-         f"{r['together_cold']['lock_waits']}, {r['together_cold']['hits']})"),
-        ("4 processes together, warm cache: wall (hits)",
-         f"{r['together_warm']['wall_s']:.1f} s ({r['together_warm']['hits']})"),
-    ]
+    if "cudal1_steady_ms" in r:
+        rows.append(("steady call: eager / cudal1" + (" / inductor" if "inductor_steady_ms" in r else ""),
+                     " / ".join(f"{r[k]:.3f} ms" for k in ("eager_steady_ms", "cudal1_steady_ms",
+                                                           "inductor_steady_ms") if k in r)))
+    if "dispatch" in r:
+        d = r["dispatch"]
+        rows.append(("per-call overhead, tiny op: eager / cudal1 static / cudal1 dynamic / inductor",
+                     f"{d['eager_us']:.1f} / {d['cudal1_static_us']:.1f} / {d['cudal1_dynamic_us']:.1f} / "
+                     f"{d['inductor_us']:.1f} us"))
+    if "together_warm" in r:
+        rows += [
+            ("4 processes together, cold cache: wall (searches, waits, hits)",
+             f"{r['together_cold']['wall_s']:.1f} s ({r['together_cold']['searches']}, "
+             f"{r['together_cold']['lock_waits']}, {r['together_cold']['hits']})"),
+            ("4 processes together, warm cache: wall (hits)",
+             f"{r['together_warm']['wall_s']:.1f} s ({r['together_warm']['hits']})"),
+        ]
     head = (f"## cache benchmark: {r['model']} (batch {r['batch']}) on {r['device']}\n\n"
             "| measure | value |\n|---|---|\n")
     return head + "\n".join(f"| {a} | {b} |" for a, b in rows) + "\n"

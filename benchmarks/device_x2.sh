@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # One device call on a 2-GPU machine (kind nvidia-h200-x2), results under $OUT (a tarball).
-#   part 1: multi-GPU warm-worker and device-lock tests, then the KernelBench runner on both GPUs
-#   part 2+: the cache benchmark (warm start, dispatch, 4 processes on one cache) on GPU 1, the
-#            KernelBench runner on GPU 0 and then on GPU 1 too
+#   part 1: GPU tests (many-GPU warm workers, device lock, verifier with forked children); the
+#           cache benchmark on GPU 1, then the KernelBench runner there, beside it on GPU 0
+#   part 2: real models on GPU 1, then the runner there, beside it on GPU 0
+#   part 3+: the runner on both GPUs
+# FORK=1 runs the runner's verifier children from the fork-server template (after part 1's
+# forked GPU tests pass).
 # The runner takes tasks from one queue (--claim) with several tasks in flight per GPU: their
 # builds and verifications overlap, their timings never do (the device lock). It resumes from
 # benchmarks/results/h200/kernelbench/ (tracked, so it travels). Needs the KernelBench data in
@@ -19,10 +22,12 @@ python3 setup.py -q egg_info >$W/egg_info.log 2>&1 || cat $W/egg_info.log
 nvidia-smi --query-gpu=index,name,driver_version,memory.used --format=csv > $W/gpus_$PART.txt
 cat $W/gpus_$PART.txt
 left() { echo $(( LIMIT - SECONDS )); }
+rm -f $R/kernelbench/claims-*.txt   # a queue left by an earlier call would hide unfinished tasks
 
 run_gpu() {   # run_gpu GPU TAG SECONDS: one runner on one GPU, on the shared queue TAG
   local g=$1 tag=$2 secs=$3
-  CUDA_VISIBLE_DEVICES=$g TORCHINDUCTOR_COMPILE_THREADS=2 timeout -s TERM $secs \
+  CUDA_VISIBLE_DEVICES=$g TORCHINDUCTOR_COMPILE_THREADS=2 CUDAL1_VERIFY_FORKSERVER=${FORK:-auto} \
+    timeout -s TERM $secs \
     python3 benchmarks/kernelbench_runner.py --data $CUDAL1_KERNELBENCH --device cuda \
       --claim $tag --jobs ${JOBS:-3} --task-timeout 400 --max-seconds $(( secs - 150 )) \
       --out $R/kernelbench > $W/runner_${tag}_gpu$g.log 2>&1
@@ -35,21 +40,33 @@ summary() {
 }
 
 if [ "$PART" = 1 ]; then
-  timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_warm_workers.py \
+  # GPU tests: many-GPU warm workers, the device lock, and the verifier's GPU checks with children
+  # forked from the fork-server template (CUDA uses fresh interpreters until this passes).
+  timeout 240 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_warm_workers.py \
     tests/test_device_lock.py 2>&1 | tail -30 > $W/gpu_tests_x2.log
-  tail -4 $W/gpu_tests_x2.log
-  run_gpu 0 p1 $(( $(left) - 10 )) &
-  run_gpu 1 p1 $(( $(left) - 10 )) &
-  wait
-else
-  # GPU 1: the cache benchmark alone first (its timings are not lock-aware), then the runner.
+  CUDAL1_VERIFY_FORKSERVER=1 timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider \
+    tests/test_verify_gpu.py 2>&1 | tail -30 > $W/gpu_tests_forked.log
+  tail -3 $W/gpu_tests_x2.log $W/gpu_tests_forked.log
+fi
+if [ "$PART" -le 2 ]; then
+  # GPU 1 first runs a benchmark whose in-process timings must have the GPU alone, then joins.
   run_gpu 0 p$PART $(( $(left) - 10 )) &
-  ( mkdir -p $W/cache_bench
-    OUT=$W/cache_bench CUDA_VISIBLE_DEVICES=1 timeout ${CACHE_S:-300} python3 benchmarks/cache_bench.py \
-      --device cuda --baselines eager,inductor > $W/cache_bench/stdout.log 2>&1
+  ( if [ "$PART" = 1 ]; then
+      mkdir -p $W/cache_bench
+      OUT=$W/cache_bench CUDA_VISIBLE_DEVICES=1 timeout ${FIRST_S:-300} python3 benchmarks/cache_bench.py \
+        --device cuda --baselines eager,inductor > $W/cache_bench/stdout.log 2>&1
+    else
+      mkdir -p $W/real
+      CUDA_VISIBLE_DEVICES=1 timeout ${FIRST_S:-300} python3 benchmarks/real_models.py \
+        --models resnet18,bert,gpt2 --dtypes bf16,fp32 --out $W/real > $W/real/stdout.log 2>&1
+    fi
     run_gpu 1 p$PART $(( $(left) - 10 )) ) &
   wait
-  tail -16 $W/cache_bench/stdout.log
+  tail -16 $W/cache_bench/stdout.log $W/real/stdout.log 2>/dev/null
+else
+  run_gpu 0 p$PART $(( $(left) - 10 )) &
+  run_gpu 1 p$PART $(( $(left) - 10 )) &
+  wait
 fi
 summary
 cp -r $R/kernelbench $W/

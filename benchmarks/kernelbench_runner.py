@@ -167,7 +167,9 @@ def run_task(row: dict, args, ceilings: dict) -> dict:
                    builtin_ms=w.timing.median_ms, builtin_winner=w.candidate.origin,
                    builtin_correct=bool(w.verdict.accepted),
                    attempts=[{"origin": a.candidate.origin, "reason": a.verdict.reason,
-                              "ms": a.timing.median_ms if a.timing else None}
+                              "ms": a.timing.median_ms if a.timing else None,
+                              "seconds": round(a.seconds, 1),
+                              "phases": a.verdict.stats.get("phases")}
                              for a in res.attempts])
         base_ms = min(a.timing.median_ms for a in res.attempts
                       if a.candidate.origin.startswith("baseline:") and a.timing)
@@ -180,7 +182,8 @@ def run_task(row: dict, args, ceilings: dict) -> dict:
                                        timeout_s=min(budget, 300.0))
             rec["replay_candidate"] = {"origin": cand.origin, "accepted": verdict.accepted,
                                        "reason": verdict.reason, "detail": verdict.detail[:300],
-                                       "ms": timing.median_ms if timing else None}
+                                       "ms": timing.median_ms if timing else None,
+                                       "phases": verdict.stats.get("phases")}
             if verdict.accepted and timing and timing.median_ms < base_ms:
                 rec["replay_ms"], rec["replay_winner"] = timing.median_ms, cand.origin
     finally:

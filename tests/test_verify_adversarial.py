@@ -37,9 +37,19 @@ def test_suite_has_both_sides():
         assert reason in expects, reason
 
 
-@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
-def test_candidate_verdict(path, build_cache, monkeypatch):
+# The whole suite runs in children forked from the fork-server template (what CPU verification
+# uses once the template is up); the cases where process handling matters most run again in
+# plain child interpreters.
+PLAIN = {"forged_result.py", "crash_exit.py", "hang.py", "memory_hog.py", "forbidden_runtime.py",
+         "timer_tamper_import.py", "honest_threads.py", "seed_42.py"}
+CASES = [(p, "1") for p in FILES] + [(p, "0") for p in FILES if p.name in PLAIN]
+
+
+@pytest.mark.parametrize("path,forkserver", CASES,
+                         ids=[f"{p.stem}-{'forked' if f == '1' else 'plain'}" for p, f in CASES])
+def test_candidate_verdict(path, forkserver, build_cache, monkeypatch):
     monkeypatch.setenv("CUDA_HOME", "/usr/local/cuda")
+    monkeypatch.setenv("CUDAL1_VERIFY_FORKSERVER", forkserver)
     src, task, expect = _case(path)
     kw = {"timeout_s": 120, "time_budget_s": 0.3, **SETTINGS.get(path.name, {})}
     verdict, timing = evaluate(task, Candidate(src, origin=f"test:{path.stem}"),

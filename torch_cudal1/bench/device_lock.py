@@ -3,11 +3,12 @@
 Several searches, warm workers or benchmark jobs may share one GPU. Their builds and
 verifications may run side by side, but a timing must see the device alone, or its numbers are
 another process's. A readers-writer lock per physical device (``fcntl.flock`` on a file under
-``CUDAL1_DEVICE_LOCK_DIR``, default ``<tmp>/cudal1-device-locks-<uid>``) does that: each call the
-verification holds it shared while it uses the device, a timing holds it exclusive. A turnstile lock in
-front gives the writer preference, so a timing waits for the calls in flight to finish, never for
-a stream of new ones. ``CUDAL1_DEVICE_LOCK=0`` turns it off; any OS error turns it off for the
-process rather than failing the work (the lock is about fair numbers, never about correctness).
+``CUDAL1_DEVICE_LOCK_DIR``, default ``<tmp>/cudal1-device-locks-<uid>``) does that: a
+verification holds it shared while it uses the device, a timing holds it exclusive. A turnstile
+lock in front gives the writer preference, so a timing waits for the verifications in flight to
+finish, never for a stream of new ones. ``CUDAL1_DEVICE_LOCK=0`` turns it off; any OS error turns
+it off for the process rather than failing the work (the lock is about fair numbers, never about
+correctness). Only the device's work is serialised: builds and CPU load still overlap a timing.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import fcntl
 import os
 import tempfile
 import threading
+import time
 
 
 def lock_dir() -> str | None:
@@ -52,6 +54,7 @@ class DeviceLock:
         self._fds: tuple[int, int] | None = None
         self._exclusive = 0
         self._shared = 0
+        self.waited_s = 0.0   # time spent waiting for other processes (a contention measure)
         self._mu = threading.RLock()
         directory = directory if directory is not None else lock_dir()
         name = device_id(device) if directory else ""
@@ -92,9 +95,11 @@ class DeviceLock:
                 finally:
                     self._shared -= 1
                 return
+            t0 = time.monotonic()
             if self._flock(turnstile, fcntl.LOCK_EX):
                 self._flock(rw, fcntl.LOCK_SH)
                 self._flock(turnstile, fcntl.LOCK_UN)
+            self.waited_s += time.monotonic() - t0
             self._shared = 1
             try:
                 yield
@@ -118,7 +123,9 @@ class DeviceLock:
                 finally:
                     self._exclusive -= 1
                 return
+            t0 = time.monotonic()
             held = self._flock(turnstile, fcntl.LOCK_EX) and self._flock(rw, fcntl.LOCK_EX)
+            self.waited_s += time.monotonic() - t0
             self._exclusive = 1
             try:
                 yield

@@ -8,6 +8,10 @@ callable left on side streams, so it is the reported time; the plain event time 
 ``perf_counter`` around the call. Both: warm-up, then repetitions until the inter-quartile spread
 is within ``rel_spread`` of the median (or the count/time budget runs out); median and IQR.
 
+Where the native helpers are built (``bench/native.py``), each timed call goes through them: the
+clock (CPU) or the CUDA events and the synchronisation (GPU) are driven from C++, where a
+candidate that patches ``time.perf_counter`` or ``torch.cuda.Event`` cannot reach them.
+
 ``check(index, output)`` is called (outside the timed region) on a few randomly chosen iterations,
 so that a candidate cannot behave during verification and cheat while it is timed.
 """
@@ -61,12 +65,29 @@ class L2Flusher:
             self.native = None
         self._i = 0
 
+    def next_value(self) -> int:
+        self._i += 1
+        return self._i
+
     def __call__(self) -> None:
         self._i += 1
         if self.native is not None and hasattr(self.native, "flush_l2"):
             self.native.flush_l2(self.buf, self._i)
         else:
             self.buf.fill_(self._i)
+
+
+def _native_clock(cuda: bool):
+    """The native helpers when built with a timed-call entry point for this device (their clock
+    and events are out of the candidate's Python reach), else None: the Python loop below."""
+    try:
+        from . import native
+        mod = native.load(optional=True)
+    except Exception:  # noqa: BLE001 - the Python path is always there
+        return None
+    if mod is None or not hasattr(mod, "time_call_cuda" if cuda else "time_call_cpu"):
+        return None
+    return mod
 
 
 def _pick_checks(total_hint: int, n_checks: int, rng: random.Random) -> set[int]:
@@ -93,11 +114,22 @@ def time_callable(fn, input_sets: list[list], device: str = "cpu", *, warmup: in
     if cuda:
         torch.cuda.synchronize()
         flusher = L2Flusher(device) if flush_l2 else None
+    clock = _native_clock(cuda)
+    no_flush = torch.empty(0, dtype=torch.int32, device=device) if clock and cuda else None
     deadline = time.perf_counter() + budget_s
     i = 0
     while i < reps:
         inputs = input_sets[i % len(input_sets)]
-        if cuda:
+        if cuda and clock is not None:
+            out, synced_ms, events_ms = clock.time_call_cuda(
+                fn, tuple(inputs), flusher.buf if flusher is not None else no_flush,
+                flusher.next_value() if flusher is not None else 0)
+            samples.append(synced_ms)
+            unsynced.append(events_ms)
+        elif clock is not None:
+            out, ms = clock.time_call_cpu(fn, tuple(inputs))
+            samples.append(ms)
+        elif cuda:
             if flusher is not None:
                 flusher()
             start = torch.cuda.Event(enable_timing=True)
@@ -126,7 +158,8 @@ def time_callable(fn, input_sets: list[list], device: str = "cpu", *, warmup: in
                 break
     median, spread = quartiles(samples)
     extra = {"min_ms": min(samples), "mean_ms": statistics.fmean(samples),
-             "input_sets": len(input_sets), "checks": len(checks)}
+             "input_sets": len(input_sets), "checks": len(checks),
+             "clock": "native" if clock is not None else "python"}
     if cuda:
         extra["events_ms"] = quartiles(unsynced)[0]
         extra["l2_flush_bytes"] = flusher.buf.numel() * 4 if flusher is not None else 0

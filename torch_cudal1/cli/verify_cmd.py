@@ -7,6 +7,7 @@ Exit 0 when the candidate is accepted, 1 when rejected, 2 on a usage or setup er
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 
@@ -34,6 +35,8 @@ def run(args) -> int:
     task = load_task(args.task)
     source = read_file(args.candidate, "candidate file")
     device = check_device(args.device)
+    # One candidate: a fork-server template (started in the background) would never be used.
+    os.environ.setdefault("CUDAL1_VERIFY_FORKSERVER", "0")
     verdict, timing = evaluate(task, Candidate(source, origin=f"file:{args.candidate}"),
                                device=device, trials=args.trials, timeout_s=args.timeout,
                                time_it=not args.no_time, check_stride=args.check_stride)

@@ -5,7 +5,12 @@
 // torch's Python functions or Tensor methods. It works on float64 copies and returns the
 // statistics compare.py turns into a verdict.
 // flush_l2 (CUDA builds only, cudal1_l2.cu): overwrites a buffer larger than the L2 cache.
+// time_call_cpu / time_call_cuda (cudal1_l2.cu): one timed call of the candidate with the clock
+// or the CUDA events driven from C++, out of reach of a candidate that patches torch.cuda.Event,
+// torch.cuda.synchronize or time.perf_counter. The loop around them (warm-up, repetitions, input
+// rotation, checks during timing) stays in bench/timing.py.
 #include <torch/extension.h>
+#include <chrono>
 #include <vector>
 
 // Returns {err_norm, ref_norm, max_abs_err, n_exceed, n_new_nonfinite_where_ref_finite}.
@@ -31,13 +36,28 @@ std::vector<double> check_close(torch::Tensor ref, torch::Tensor out, double ele
   return {err, refn, maxabs, exceed, bad_nonfinite};
 }
 
+// time_call_cpu: one timed call with the clock read in C++ (steady_clock), so that a candidate
+// that replaces time.perf_counter cannot change what is measured. Returns (output, ms).
+py::tuple time_call_cpu(py::object fn, py::tuple args) {
+  auto t0 = std::chrono::steady_clock::now();
+  py::object out = fn(*args);
+  auto t1 = std::chrono::steady_clock::now();
+  return py::make_tuple(out, std::chrono::duration<double, std::milli>(t1 - t0).count());
+}
+
 #ifdef CUDAL1_WITH_CUDA
 void flush_l2(torch::Tensor buf, int64_t value);
+py::tuple time_call_cuda(py::object fn, py::tuple args, torch::Tensor flush_buf,
+                         int64_t flush_value);
 #endif
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("check_close", &check_close, "float64 error statistics of out against ref");
+  m.def("time_call_cpu", &time_call_cpu, "(output, ms) of fn(*args), clock read in C++");
 #ifdef CUDAL1_WITH_CUDA
   m.def("flush_l2", &flush_l2, "overwrite a buffer larger than L2 on the current stream");
+  m.def("time_call_cuda", &time_call_cuda,
+        "(output, synced ms, events ms): L2 flush, then fn(*args) between CUDA events recorded "
+        "through the CUDA runtime, the end one after a device-wide synchronisation");
 #endif
 }

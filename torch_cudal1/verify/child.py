@@ -521,6 +521,7 @@ def main() -> None:
             reason, f"{detail}\n{traceback.format_exc()[-1500:]}").to_json()}
     result.setdefault("timing", None)
     result["build_dir"] = h.build_dir
+    h.phases["lock_wait_s"] = round(h.lock.waited_s, 3)
     result["phases"] = h.phases
     _write_result(wd, result)
     sys.stdout.flush()

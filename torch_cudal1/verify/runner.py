@@ -89,7 +89,31 @@ def _limits(memory_limit_mb: float | None):
     return apply
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _start_child(wd: Path, env: dict, log, memory_limit_mb, device: str):
+    """The child process and a writable stdin: forked from a template that has torch imported
+    (``forkserver``) where wanted and available, else a fresh interpreter."""
+    from . import forkserver
+    how = forkserver.mode(device)
+    srv = None if how == "off" else forkserver.server_for(env, wait=how == "always")
+    if srv is not None:
+        r, w = os.pipe()
+        try:
+            child = srv.spawn({"wd": str(wd), "env": env, "memory_limit_mb": memory_limit_mb},
+                              r, log.fileno())
+            return child, os.fdopen(w, "wb")
+        except OSError as e:
+            os.close(w)
+            from ..log import logger
+            logger.debug("verifier fork server unavailable (%s); starting a fresh interpreter", e)
+        finally:
+            os.close(r)
+    cmd = [sys.executable, "-m", "torch_cudal1.verify.child", str(wd)]
+    proc = subprocess.Popen(cmd, cwd=str(wd), env=env, stdout=log, stderr=subprocess.STDOUT,
+                            stdin=subprocess.PIPE, preexec_fn=_limits(memory_limit_mb))
+    return proc, proc.stdin
+
+
+def _kill_group(proc) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -150,18 +174,16 @@ def evaluate(task: Task, candidate: Candidate, *, device: str = "cpu", trials: i
         env["CUDAL1_BUILD_CACHE_DIR"] = str(Path(build_cache_dir or default_build_cache_dir()).expanduser())
         env["PYTHONPATH"] = os.pathsep.join(
             [str(Path(__file__).resolve().parents[2])] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-        cmd = [sys.executable, "-m", "torch_cudal1.verify.child", str(wd)]
         t0 = time.monotonic()
         with open(wd / "child.log", "wb") as log:
-            proc = subprocess.Popen(cmd, cwd=str(wd), env=env, stdout=log, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.PIPE, preexec_fn=_limits(memory_limit_mb))
+            proc, stdin = _start_child(wd, env, log, memory_limit_mb, device)
             # The result must carry this nonce, which the child reads before the candidate is
             # imported and which never touches the disk: a candidate that writes result.json
             # itself and exits cannot forge an acceptance.
             nonce = os.urandom(16).hex()
             try:
-                proc.stdin.write((nonce + "\n").encode())
-                proc.stdin.close()
+                stdin.write((nonce + "\n").encode())
+                stdin.close()
             except OSError:
                 pass
             try:

@@ -1,0 +1,57 @@
+"""The native helpers' CPU build (torch_cudal1/csrc, one g++ build of ~1 min): the C++ output
+checker and the C++ clock of the timing harness, in the harness and in the verifier's child."""
+import time
+
+import pytest
+import torch
+
+from torch_cudal1.bench import native, timing
+from torch_cudal1.contracts import Candidate
+from torch_cudal1.task import Task
+from torch_cudal1.verify import evaluate
+
+from test_device_lock import TASKS
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    mp = pytest.MonkeyPatch()
+    mp.setenv("CUDAL1_BUILD_CACHE_DIR", str(tmp_path_factory.mktemp("native-build")))
+    mp.setattr(native, "_flavour", lambda: "cpu")
+    native._loaded.clear()
+    try:
+        yield native.build()
+    finally:
+        native._loaded.clear()
+        mp.undo()
+
+
+def test_checker_statistics(built):
+    ref = torch.tensor([1.0, 2.0, float("inf"), 4.0])
+    out = torch.tensor([1.0, 2.5, float("inf"), float("nan")])
+    err, refn, maxabs, exceed, bad = built.check_close(ref, out, 0.01, 0.0)
+    assert maxabs == pytest.approx(0.5) and exceed == 1 and bad == 1
+    assert refn == pytest.approx(5 ** 0.5)   # over the elements finite in both
+
+
+def test_native_clock_is_used_and_ignores_a_patched_perf_counter(built, monkeypatch):
+    def slow(x):
+        time.sleep(0.002)
+        return x + 1
+
+    t = timing.time_callable(slow, [[torch.ones(4)]], "cpu", budget_s=0.2, min_reps=5)
+    assert t.extra["clock"] == "native" and t.median_ms >= 2.0
+    # A candidate that freezes the Python clock does not freeze the harness's.
+    monkeypatch.setattr(time, "perf_counter", lambda: 0.0)
+    t = timing.time_callable(slow, [[torch.ones(4)]], "cpu", budget_s=0.2, min_reps=5, reps=20)
+    assert t.extra["clock"] == "native" and t.median_ms >= 2.0
+
+
+def test_verifier_child_uses_the_native_helpers(built, monkeypatch):
+    monkeypatch.setenv("CUDAL1_NATIVE", "auto")   # use a prior build, as the child will
+    task = Task.from_file(TASKS / "linear_act.py")
+    cand = Candidate(task.source + "\n\nclass ModelNew(Model):\n    pass\n", "test:eager")
+    v, t = evaluate(task, cand, device="cpu", trials=2, timeout_s=120, time_budget_s=0.3)
+    assert v.accepted, v
+    assert v.stats["checker"] == "native"
+    assert t.extra["clock"] == "native"

@@ -1,0 +1,308 @@
+"""Verifier children forked from a template process that has already imported torch.
+
+Every candidate still runs in a fresh process of its own (own session, memory limit, parent-death
+signal, its log as stdout/stderr), but it is forked from a template that imported torch and
+torch.compile's stack once, instead of paying those imports (3-8 s) per candidate. No candidate
+code ever runs in the template. The template never initialises CUDA (it checks, and refuses to
+serve if it did), so each child initialises its own device context, as a fresh interpreter would.
+
+The one-time token that authenticates the child's result never passes through the template:
+the parent hands the child's stdin (a pipe it alone writes) and log file over the socket as file
+descriptors (SCM_RIGHTS), so a later child forked from the same template cannot find an earlier
+child's token in its memory.
+
+``CUDAL1_VERIFY_FORKSERVER``: ``auto`` (default) uses the template for CPU verification once it
+is ready: it starts in the background at a process's second verification, and until it is up
+children are plain interpreters; CUDA keeps plain child interpreters until the forked path is
+validated on a GPU. ``1``: always (waiting for the template). ``0``: never. Any failure to start
+or reach the template falls back to a plain child interpreter.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import queue
+import selectors
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+_MAX_SERVERS = 4
+
+
+def mode(device: str) -> str:
+    """``off``, ``auto`` (use the template once it is ready) or ``always`` (wait for it)."""
+    m = os.environ.get("CUDAL1_VERIFY_FORKSERVER", "auto").lower()
+    if m in ("0", "false", "no", "off"):
+        return "off"
+    if m in ("1", "true", "yes", "on"):
+        return "always"
+    return "off" if str(device).startswith("cuda") else "auto"
+
+
+class Child:
+    """The parent's handle on one forked child: the subset of ``Popen`` that evaluate uses."""
+
+    def __init__(self, pid: int, conn: socket.socket):
+        self.pid, self._conn, self.returncode = pid, conn, None
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is not None:
+            return self.returncode
+        self._conn.settimeout(timeout)
+        buf = b""
+        try:
+            while not buf.endswith(b"\n"):
+                chunk = self._conn.recv(64)
+                if not chunk:   # the template died: so did the child (parent-death signal)
+                    self.returncode = -signal.SIGKILL
+                    break
+                buf += chunk
+        except socket.timeout:
+            raise subprocess.TimeoutExpired("verifier child", timeout) from None
+        if self.returncode is None:
+            self.returncode = int(buf.split()[-1])
+        self._conn.close()
+        return self.returncode
+
+    def kill(self) -> None:
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+class ForkServer:
+    """One template process. Starting it costs what the imports cost; until it is ready the
+    caller starts plain child interpreters, so a process that verifies one candidate pays
+    nothing extra in waiting, and one that verifies many pays the imports once."""
+
+    def __init__(self, env: dict):
+        self.dir = tempfile.mkdtemp(prefix="cudal1-fork-")
+        self.path = os.path.join(self.dir, "sock")
+        self.proc: subprocess.Popen | None = None
+        err = open(os.path.join(self.dir, "server.log"), "wb")
+        try:
+            self.proc = _keeper().launch([sys.executable, "-m", "torch_cudal1.verify.forkserver",
+                                          self.path], env, err)
+        finally:
+            err.close()
+
+    def ready(self) -> bool:
+        return self.alive() and os.path.exists(self.path + ".ready")
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def spawn(self, request: dict, stdin_fd: int, log_fd: int) -> Child:
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            conn.connect(self.path)
+            socket.send_fds(conn, [json.dumps(request).encode() + b"\n"], [stdin_fd, log_fd])
+            conn.settimeout(60)
+            buf = b""
+            while not buf.endswith(b"\n"):
+                chunk = conn.recv(64)
+                if not chunk:
+                    raise OSError("fork server closed the connection")
+                buf += chunk
+            return Child(int(buf), conn)
+        except BaseException:
+            conn.close()
+            raise
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class _Keeper(threading.Thread):
+    """Starts the templates from one long-lived thread: their parent-death signal fires when the
+    starting *thread* ends, and worker threads of a pool come and go."""
+
+    def __init__(self):
+        super().__init__(name="cudal1-forkserver", daemon=True)
+        self.jobs: queue.Queue = queue.Queue()
+
+    def launch(self, argv, env, err) -> subprocess.Popen:
+        done: queue.Queue = queue.Queue()
+        self.jobs.put((argv, env, err, done))
+        result = done.get()
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def run(self) -> None:
+        from .runner import _limits
+        while True:
+            argv, env, err, done = self.jobs.get()
+            try:
+                done.put(subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
+                                          stdout=err, stderr=err, preexec_fn=_limits(None)))
+            except BaseException as e:  # noqa: BLE001 - handed to the caller
+                done.put(e)
+
+
+_KEEPER: _Keeper | None = None
+_SERVERS: dict[str, ForkServer] = {}
+_FAILED: dict[str, int] = {}
+_SEEN: dict[str, int] = {}
+_LOCK = threading.Lock()
+
+
+def _keeper() -> _Keeper:
+    global _KEEPER
+    if _KEEPER is None:
+        _KEEPER = _Keeper()
+        _KEEPER.start()
+    return _KEEPER
+
+
+def server_for(env: dict, wait: bool = False) -> ForkServer | None:
+    """The ready template for this environment, or None (then start a plain child) while it
+    is starting (unless ``wait``) or when it failed. Torch reads some variables at import time,
+    so a different environment gets its own template."""
+    # Only what the template's imports could read counts: the child runs with the request's
+    # own environment (our CUDAL1_* settings are read at run time; pytest renames a variable
+    # per test).
+    stable = {k: v for k, v in env.items() if not k.startswith(("CUDAL1_", "PYTEST_"))}
+    key = hashlib.sha256(json.dumps(sorted(stable.items())).encode()).hexdigest()
+    srv = _server_for(key, stable, wait)
+    deadline = time.monotonic() + 120
+    while wait and srv is None and key in _SERVERS and time.monotonic() < deadline:
+        time.sleep(0.05)
+        srv = _server_for(key, stable, wait)
+    return srv
+
+
+def _server_for(key: str, env: dict, wait: bool) -> ForkServer | None:
+    with _LOCK:
+        srv = _SERVERS.get(key)
+        if srv is None:
+            _SEEN[key] = _SEEN.get(key, 0) + 1
+            # A process that verifies once never pays for a template; the second verification
+            # in the same environment starts one for the third and later ones.
+            if _FAILED.get(key, 0) >= 2 or (_SEEN[key] < 2 and not wait):
+                return None
+            while len(_SERVERS) >= _MAX_SERVERS:
+                _SERVERS.pop(next(iter(_SERVERS))).close()
+            try:
+                _SERVERS[key] = ForkServer(env)
+            except OSError:
+                _FAILED[key] = _FAILED.get(key, 0) + 1
+            return None
+        if srv.ready():
+            return srv
+        if not srv.alive():   # it died (or refused to serve): try again later, twice at most
+            _FAILED[key] = _FAILED.get(key, 0) + 1
+            _SERVERS.pop(key).close()
+        return None
+
+
+# -- the template process -----------------------------------------------------------------------
+def _child_main(msg: dict, fds: list[int]) -> None:
+    """In the forked child: become the fresh verifier child that ``msg`` describes."""
+    try:
+        from .runner import _limits
+        _limits(msg.get("memory_limit_mb"))()
+        os.dup2(fds[0], 0)
+        os.dup2(fds[1], 1)
+        os.dup2(fds[1], 2)
+        for fd in fds:
+            os.close(fd)
+        os.chdir(msg["wd"])
+        os.environ.clear()
+        os.environ.update(msg["env"])
+        sys.argv = ["torch_cudal1.verify.child", msg["wd"]]
+        sys.path.insert(0, msg["wd"])
+        import random
+        random.seed()   # not the template's state, shared by every child
+        from . import child
+        child.main()
+    finally:
+        os._exit(70)
+
+
+def serve(path: str) -> None:
+    import torch
+    import torch._dynamo  # noqa: F401 - the import cost every compiled candidate pays
+    try:
+        import torch._inductor.compile_fx  # noqa: F401
+    except Exception:  # noqa: BLE001 - inductor is optional for plain candidates
+        pass
+    importlib.import_module(__package__ + ".child")   # the harness itself, imported once here
+    if torch.cuda.is_initialized():
+        raise SystemExit("CUDA was initialised while importing: children could not fork safely")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(64)
+    children: dict[int, socket.socket] = {}
+    rd, wr = socket.socketpair()
+    rd.setblocking(False)
+    wr.setblocking(False)
+    signal.set_wakeup_fd(wr.fileno())
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    sel = selectors.DefaultSelector()
+    sel.register(listener, selectors.EVENT_READ)
+    sel.register(rd, selectors.EVENT_READ)
+    open(path + ".ready", "w").close()
+    while True:
+        for key, _ in sel.select():
+            if key.fileobj is listener:
+                conn, _ = listener.accept()
+                try:
+                    data, fds, _, _ = socket.recv_fds(conn, 1 << 20, 2)
+                    msg = json.loads(data)
+                except (OSError, ValueError):
+                    conn.close()
+                    continue
+                sys.stdout.flush()
+                sys.stderr.flush()
+                pid = os.fork()
+                if pid == 0:
+                    signal.set_wakeup_fd(-1)
+                    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                    for s in (listener, rd, wr, *children.values()):
+                        s.close()
+                    _child_main(msg, fds)
+                for fd in fds:
+                    os.close(fd)
+                children[pid] = conn
+                try:
+                    conn.sendall(f"{pid}\n".encode())
+                except OSError:
+                    pass
+            else:
+                try:
+                    while rd.recv(4096):
+                        pass
+                except BlockingIOError:
+                    pass
+        while children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            conn = children.pop(pid, None)
+            if conn is not None:
+                code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+                try:
+                    conn.sendall(f"exit {code}\n".encode())
+                except OSError:
+                    pass
+                conn.close()
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1])
