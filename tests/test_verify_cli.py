@@ -56,4 +56,5 @@ def test_bench_table_json(capsys):
     eager, honest, bad = out["rows"]
     assert eager["speedup_vs_eager"] == pytest.approx(1.0)
     assert honest["verdict"] == "accepted" and honest["speedup_vs_eager"] > 0
-    assert bad["verdict"] == "rejected" and bad["median_ms"] is None and bad["reason"] == "mismatch"
+    # Uninitialised memory may hold NaN or just wrong numbers (as its header says).
+    assert bad["verdict"] == "rejected" and bad["median_ms"] is None and bad["reason"] in ("mismatch", "nan")

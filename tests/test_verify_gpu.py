@@ -106,3 +106,17 @@ def test_native_helpers_build_and_run():
     r = torch.randn(1000, device="cuda", dtype=torch.float64)
     err, refn, maxabs, exceed, nonfinite = mod.check_close(r, r.float(), 1e-2, 0.0)
     assert exceed == 0 and nonfinite == 0 and err / refn < 1e-6
+    # One timed call driven from C++: events through the CUDA runtime, the synced end counts
+    # side-stream work, and the timing loop uses it once the helpers are built.
+    side = torch.cuda.Stream()
+    x = torch.randn(1024, 1024, device="cuda")
+
+    def fn(x):
+        with torch.cuda.stream(side):
+            torch.cuda._sleep(5_000_000)
+        return x + 1
+    out, synced_ms, events_ms = mod.time_call_cuda(fn, (x,), buf, 8)
+    assert torch.equal(out, x + 1) and synced_ms > 2 * events_ms > 0
+    from torch_cudal1.bench.timing import time_callable
+    t = time_callable(lambda a: a @ a, [[x]], "cuda", budget_s=0.5)
+    assert t.extra["clock"] == "native" and t.median_ms > 0
