@@ -82,16 +82,21 @@ def test_adversarial_rejected_on_cuda(name, tmp_path):
     assert v.reason in expect.split("|") or (name == "empty_reuse.py" and v.reason == "stale_output")
 
 
-def test_synced_time_counts_side_stream_work():
-    from torch_cudal1.bench.timing import time_callable
+def _leaves_side_stream_work():
+    """A callable that returns at once but leaves ~ms of work on a side stream."""
     side = torch.cuda.Stream()
-    x = torch.randn(1024, 1024, device="cuda")
 
     def fn(x):
         with torch.cuda.stream(side):
             torch.cuda._sleep(5_000_000)
         return x + 1
-    t = time_callable(fn, [[x]], "cuda", budget_s=0.5)
+    return fn
+
+
+def test_synced_time_counts_side_stream_work():
+    from torch_cudal1.bench.timing import time_callable
+    x = torch.randn(1024, 1024, device="cuda")
+    t = time_callable(_leaves_side_stream_work(), [[x]], "cuda", budget_s=0.5)
     assert t.median_ms > 2 * t.extra["events_ms"]
 
 
@@ -108,14 +113,8 @@ def test_native_helpers_build_and_run():
     assert exceed == 0 and nonfinite == 0 and err / refn < 1e-6
     # One timed call driven from C++: events through the CUDA runtime, the synced end counts
     # side-stream work, and the timing loop uses it once the helpers are built.
-    side = torch.cuda.Stream()
     x = torch.randn(1024, 1024, device="cuda")
-
-    def fn(x):
-        with torch.cuda.stream(side):
-            torch.cuda._sleep(5_000_000)
-        return x + 1
-    out, synced_ms, events_ms = mod.time_call_cuda(fn, (x,), buf, 8)
+    out, synced_ms, events_ms = mod.time_call_cuda(_leaves_side_stream_work(), (x,), buf, 8)
     assert torch.equal(out, x + 1) and synced_ms > 2 * events_ms > 0
     from torch_cudal1.bench.timing import time_callable
     t = time_callable(lambda a: a @ a, [[x]], "cuda", budget_s=0.5)
