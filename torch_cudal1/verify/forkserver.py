@@ -19,6 +19,7 @@ or reach the template falls back to a plain child interpreter.
 """
 from __future__ import annotations
 
+import atexit
 import hashlib
 import importlib
 import json
@@ -35,6 +36,7 @@ import threading
 import time
 
 _MAX_SERVERS = 4
+_START_LIMIT_S = 120.0   # a template not ready by then is given up
 
 
 def mode(device: str) -> str:
@@ -88,6 +90,8 @@ class ForkServer:
         self.dir = tempfile.mkdtemp(prefix="cudal1-fork-")
         self.path = os.path.join(self.dir, "sock")
         self.proc: subprocess.Popen | None = None
+        self.started = time.monotonic()
+        self.was_ready = False
         err = open(os.path.join(self.dir, "server.log"), "wb")
         try:
             self.proc = _keeper().launch([sys.executable, "-m", "torch_cudal1.verify.forkserver",
@@ -96,7 +100,17 @@ class ForkServer:
             err.close()
 
     def ready(self) -> bool:
-        return self.alive() and os.path.exists(self.path + ".ready")
+        ok = self.alive() and os.path.exists(self.path + ".ready")
+        if ok:
+            self.was_ready = True
+        return ok
+
+    def broken(self) -> bool:
+        """Dead, never up in time, or up once and now unreachable (its socket removed)."""
+        if not self.alive():
+            return True
+        up = self.ready()
+        return not up and (self.was_ready or time.monotonic() - self.started > _START_LIMIT_S)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -164,7 +178,16 @@ def _keeper() -> _Keeper:
     if _KEEPER is None:
         _KEEPER = _Keeper()
         _KEEPER.start()
+        atexit.register(_close_all)
     return _KEEPER
+
+
+def _close_all() -> None:
+    """At exit: stop the templates and remove their directories (the parent-death signal
+    would stop them anyway, but leave the directories behind)."""
+    with _LOCK:
+        while _SERVERS:
+            _SERVERS.popitem()[1].close()
 
 
 def server_for(env: dict, wait: bool = False) -> ForkServer | None:
@@ -177,7 +200,7 @@ def server_for(env: dict, wait: bool = False) -> ForkServer | None:
     stable = {k: v for k, v in env.items() if not k.startswith(("CUDAL1_", "PYTEST_"))}
     key = hashlib.sha256(json.dumps(sorted(stable.items())).encode()).hexdigest()
     srv = _server_for(key, stable, wait)
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + _START_LIMIT_S
     while wait and srv is None and key in _SERVERS and time.monotonic() < deadline:
         time.sleep(0.05)
         srv = _server_for(key, stable, wait)
@@ -202,10 +225,20 @@ def _server_for(key: str, env: dict, wait: bool) -> ForkServer | None:
             return None
         if srv.ready():
             return srv
-        if not srv.alive():   # it died (or refused to serve): try again later, twice at most
+        if srv.broken():   # try again later, twice at most
             _FAILED[key] = _FAILED.get(key, 0) + 1
             _SERVERS.pop(key).close()
         return None
+
+
+def discard(srv: ForkServer) -> None:
+    """A template that could not be reached: never used again (a new one may start)."""
+    with _LOCK:
+        for key, s in list(_SERVERS.items()):
+            if s is srv:
+                _FAILED[key] = _FAILED.get(key, 0) + 1
+                del _SERVERS[key]
+    srv.close()
 
 
 # -- the template process -----------------------------------------------------------------------

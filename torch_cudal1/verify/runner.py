@@ -103,6 +103,7 @@ def _start_child(wd: Path, env: dict, log, memory_limit_mb, device: str):
             return child, os.fdopen(w, "wb")
         except OSError as e:
             os.close(w)
+            forkserver.discard(srv)
             from ..log import logger
             logger.debug("verifier fork server unavailable (%s); starting a fresh interpreter", e)
         finally:
