@@ -1,8 +1,9 @@
 """Run one candidate in a child process: build, verify, and (if accepted) time it.
 
 The parent only reads the candidate's source (static filter, ``static.py``); everything that
-executes it happens in ``python -m torch_cudal1.verify.child WORKDIR``, in its own session (so
-the whole process group can be killed), under a wall-clock limit and, on CPU, a memory limit
+executes it happens in ``python -m torch_cudal1.verify.child WORKDIR`` (or the same code in a
+process forked from the ``forkserver`` template), in its own session (so the whole process group
+can be killed), dying with its parent, under a wall-clock limit and, on CPU, a memory limit
 (RLIMIT_AS; CUDA maps huge virtual ranges, so GPU runs get none unless asked). Whatever the
 candidate does (crash, hang, ``os._exit``, a CUDA fault) the parent turns into a Verdict.
 
@@ -101,7 +102,7 @@ def _start_child(wd: Path, env: dict, log, memory_limit_mb, device: str):
             child = srv.spawn({"wd": str(wd), "env": env, "memory_limit_mb": memory_limit_mb},
                               r, log.fileno())
             return child, os.fdopen(w, "wb")
-        except OSError as e:
+        except (OSError, ValueError) as e:
             os.close(w)
             forkserver.discard(srv)
             from ..log import logger
