@@ -22,9 +22,10 @@ def register(sub) -> None:
     p = sub.add_parser("warm", help="fill the cache for a recipe of models and input shapes",
                        description=__doc__.split("\n\n")[0])
     p.add_argument("recipe", help="recipe .py (def models()), KernelBench task file or folder")
-    p.add_argument("--workers", type=int, default=1, help="worker processes (one per GPU)")
+    p.add_argument("--workers", type=int, default=1, help="worker processes (one per GPU by default)")
     p.add_argument("--gpus", default=None,
-                   help="comma-separated GPU ids for the workers (default 0..N-1)")
+                   help="comma-separated GPU ids for the workers (default 0..N-1); an id given "
+                        "twice runs two workers on that GPU (their timings take turns)")
     p.add_argument("--device", default=None, help="cpu or cuda (default cuda when available)")
     p.add_argument("--cache-dir", default=None, help="cache directory (CUDAL1_CACHE_DIR)")
     p.add_argument("--engine", default=None, help="engine (CUDAL1_ENGINE)")
