@@ -22,7 +22,8 @@ def register(sub) -> None:
     p = sub.add_parser("warm", help="fill the cache for a recipe of models and input shapes",
                        description=__doc__.split("\n\n")[0])
     p.add_argument("recipe", help="recipe .py (def models()), KernelBench task file or folder")
-    p.add_argument("--workers", type=int, default=1, help="worker processes (one per GPU by default)")
+    p.add_argument("--workers", type=int, default=1,
+                   help="worker processes (one per GPU by default)")
     p.add_argument("--gpus", default=None,
                    help="comma-separated GPU ids for the workers (default 0..N-1); an id given "
                         "twice runs two workers on that GPU (their timings take turns)")
