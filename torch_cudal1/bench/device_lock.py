@@ -81,6 +81,15 @@ class DeviceLock:
             return False
 
     @contextlib.contextmanager
+    def _again(self, depth: str):
+        """A nested hold of what this process already holds: only the depth changes."""
+        setattr(self, depth, getattr(self, depth) + 1)
+        try:
+            yield
+        finally:
+            setattr(self, depth, getattr(self, depth) - 1)
+
+    @contextlib.contextmanager
     def shared(self):
         fds = self._fds
         if fds is None or self._exclusive:
@@ -89,11 +98,8 @@ class DeviceLock:
         turnstile, rw = fds
         with self._mu:   # threads of one process share one open file: serialise them here
             if self._shared:   # nested: never back through the turnstile (a waiting writer
-                self._shared += 1   # holds it, and waits for this very lock)
-                try:
+                with self._again("_shared"):   # holds it, and waits for this very lock)
                     yield
-                finally:
-                    self._shared -= 1
                 return
             t0 = time.monotonic()
             if self._flock(turnstile, fcntl.LOCK_EX):
@@ -117,11 +123,8 @@ class DeviceLock:
         turnstile, rw = fds
         with self._mu:
             if self._exclusive:
-                self._exclusive += 1
-                try:
+                with self._again("_exclusive"):
                     yield
-                finally:
-                    self._exclusive -= 1
                 return
             t0 = time.monotonic()
             held = self._flock(turnstile, fcntl.LOCK_EX) and self._flock(rw, fcntl.LOCK_EX)

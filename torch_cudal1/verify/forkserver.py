@@ -49,6 +49,17 @@ def mode(device: str) -> str:
     return "off" if str(device).startswith("cuda") else "auto"
 
 
+def _read_line(conn: socket.socket) -> bytes | None:
+    """One newline-terminated message from the template, or None when it hung up first."""
+    buf = b""
+    while not buf.endswith(b"\n"):
+        chunk = conn.recv(64)
+        if not chunk:
+            return None
+        buf += chunk
+    return buf
+
+
 class Child:
     """The parent's handle on one forked child: the subset of ``Popen`` that evaluate uses."""
 
@@ -59,18 +70,12 @@ class Child:
         if self.returncode is not None:
             return self.returncode
         self._conn.settimeout(timeout)
-        buf = b""
         try:
-            while not buf.endswith(b"\n"):
-                chunk = self._conn.recv(64)
-                if not chunk:   # the template died: so did the child (parent-death signal)
-                    self.returncode = -signal.SIGKILL
-                    break
-                buf += chunk
+            line = _read_line(self._conn)
         except socket.timeout:
             raise subprocess.TimeoutExpired("verifier child", timeout) from None
-        if self.returncode is None:
-            self.returncode = int(buf.split()[-1])
+        # No line: the template died, and so did the child (parent-death signal).
+        self.returncode = int(line.split()[-1]) if line else -signal.SIGKILL
         self._conn.close()
         return self.returncode
 
@@ -121,13 +126,10 @@ class ForkServer:
             conn.connect(self.path)
             socket.send_fds(conn, [json.dumps(request).encode() + b"\n"], [stdin_fd, log_fd])
             conn.settimeout(60)
-            buf = b""
-            while not buf.endswith(b"\n"):
-                chunk = conn.recv(64)
-                if not chunk:
-                    raise OSError("fork server closed the connection")
-                buf += chunk
-            return Child(int(buf), conn)
+            line = _read_line(conn)
+            if line is None:
+                raise OSError("fork server closed the connection")
+            return Child(int(line), conn)
         except BaseException:
             conn.close()
             raise
