@@ -10,6 +10,10 @@
 # builds and verifications overlap, their timings never do (the device lock). It resumes from
 # benchmarks/results/h200/kernelbench/ (tracked, so it travels). Needs the KernelBench data in
 # .carry/kernelbench/ (carried: ../shared does not travel).
+# Host CPUs: one physical core per GPU is kept for that GPU's timings (CUDAL1_TIMING_CPUS), all
+# other work (builds, compiles, checks) runs on the rest (CUDAL1_WORK_CPUS): launch-bound calls
+# are host time, and a host busy with other jobs' compiles inflated them several-fold in session 2.
+# ORDER=--interleave (default) alternates levels so each call covers levels 1, 2 and 3.
 set -u
 PART=${1:-1}
 LIMIT=${LIMIT:-570}          # seconds this script may use in all
@@ -22,13 +26,18 @@ python3 setup.py -q egg_info >$W/egg_info.log 2>&1 || cat $W/egg_info.log
 nvidia-smi --query-gpu=index,name,driver_version,memory.used --format=csv > $W/gpus_$PART.txt
 cat $W/gpus_$PART.txt
 left() { echo $(( LIMIT - SECONDS )); }
+mapfile -t CPUSETS < <(python3 -m torch_cudal1.bench.timing_cpus 2)
+T0=${CPUSETS[0]}; T1=${CPUSETS[1]}; WORK=${CPUSETS[2]}
+echo "timing CPUs: GPU0 $T0, GPU1 $T1; work CPUs: $WORK" | tee $W/cpus_$PART.txt
+lscpu > $W/lscpu.txt 2>&1
 rm -f $R/kernelbench/claims-*.txt   # a queue left by an earlier call would hide unfinished tasks
 
 run_gpu() {   # run_gpu GPU TAG SECONDS: one runner on one GPU, on the shared queue TAG
-  local g=$1 tag=$2 secs=$3
+  local g=$1 tag=$2 secs=$3 t
+  if [ "$g" = 0 ]; then t=$T0; else t=$T1; fi
   CUDA_VISIBLE_DEVICES=$g TORCHINDUCTOR_COMPILE_THREADS=2 CUDAL1_VERIFY_FORKSERVER=${FORK:-auto} \
-    timeout -s TERM $secs \
-    python3 benchmarks/kernelbench_runner.py --data $CUDAL1_KERNELBENCH --device cuda \
+    CUDAL1_TIMING_CPUS=$t CUDAL1_WORK_CPUS=$WORK timeout -s TERM $secs \
+    python3 benchmarks/kernelbench_runner.py --data $CUDAL1_KERNELBENCH --device cuda ${ORDER---interleave} \
       --claim $tag --jobs ${JOBS:-3} --task-timeout 400 --max-seconds $(( secs - 150 )) \
       --out $R/kernelbench > $W/runner_${tag}_gpu$g.log 2>&1
 }
@@ -53,11 +62,12 @@ if [ "$PART" -le 2 ]; then
   run_gpu 0 p$PART $(( $(left) - 10 )) &
   ( if [ "$PART" = 1 ]; then
       mkdir -p $W/cache_bench
-      OUT=$W/cache_bench CUDA_VISIBLE_DEVICES=1 timeout ${FIRST_S:-300} python3 benchmarks/cache_bench.py \
+      # on GPU 1's own core: its warm starts and dispatch times are host time
+      OUT=$W/cache_bench CUDA_VISIBLE_DEVICES=1 timeout ${FIRST_S:-300} taskset -c $T1 python3 benchmarks/cache_bench.py \
         --device cuda --baselines eager,inductor > $W/cache_bench/stdout.log 2>&1
     else
       mkdir -p $W/real
-      CUDA_VISIBLE_DEVICES=1 timeout ${FIRST_S:-300} python3 benchmarks/real_models.py \
+      CUDA_VISIBLE_DEVICES=1 CUDAL1_TIMING_CPUS=$T1 timeout ${FIRST_S:-300} taskset -c $T1,$WORK python3 benchmarks/real_models.py \
         --models resnet18,bert,gpt2 --dtypes bf16,fp32 --out $W/real > $W/real/stdout.log 2>&1
     fi
     run_gpu 1 p$PART $(( $(left) - 10 )) ) &

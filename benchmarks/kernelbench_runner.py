@@ -64,7 +64,32 @@ def load_tasks(args) -> list[dict]:
         rows = sorted((r for r in rows if r["id"] in want), key=lambda r: want.index(r["id"]))
     if getattr(args, "stride", 1) > 1:   # a spread-out sample: every K-th task
         rows = rows[:: args.stride]
+    if getattr(args, "interleave", False):
+        rows = interleave_levels(rows)
     return rows
+
+
+def _host(timing) -> dict | None:
+    """How quiet the host was during a timing: reserved CPUs, involuntary context switches."""
+    if timing is None:
+        return None
+    keep = ("timing_cpus", "involuntary_switches", "cpu_note", "clock")
+    return {k: timing.extra[k] for k in keep if k in timing.extra} or None
+
+
+def interleave_levels(rows: list[dict]) -> list[dict]:
+    """Round-robin over levels (1, 2, 3, 1, ...), each level in its own order: a run cut short
+    still covers every level."""
+    by_level: dict[int, list[dict]] = {}
+    for r in rows:
+        by_level.setdefault(r["level"], []).append(r)
+    queues = [by_level[k] for k in sorted(by_level)]
+    out = []
+    while any(queues):
+        for q in queues:
+            if q:
+                out.append(q.pop(0))
+    return out
 
 
 # -- ceilings and work counts ------------------------------------------------------------------
@@ -184,7 +209,8 @@ def run_task(row: dict, args, ceilings: dict) -> dict:
                    attempts=[{"origin": a.candidate.origin, "reason": a.verdict.reason,
                               "ms": a.timing.median_ms if a.timing else None,
                               "seconds": round(a.seconds, 1),
-                              "phases": a.verdict.stats.get("phases")}
+                              "phases": a.verdict.stats.get("phases"),
+                              "host": _host(a.timing)}
                              for a in res.attempts])
         base_ms = min(a.timing.median_ms for a in res.attempts
                       if a.candidate.origin.startswith("baseline:") and a.timing)
@@ -195,7 +221,8 @@ def run_task(row: dict, args, ceilings: dict) -> dict:
             rec["replay_candidate"] = {"origin": cand.origin, "accepted": verdict.accepted,
                                        "reason": verdict.reason, "detail": verdict.detail[:300],
                                        "ms": timing.median_ms if timing else None,
-                                       "phases": verdict.stats.get("phases")}
+                                       "phases": verdict.stats.get("phases"),
+                                       "host": _host(timing)}
             if verdict.accepted and timing and timing.median_ms < base_ms:
                 rec["replay_ms"], rec["replay_winner"] = timing.median_ms, cand.origin
     finally:
@@ -381,6 +408,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-replay", action="store_true", help="skip the CUDA-L1 solutions")
     ap.add_argument("--ids", help="comma-separated task ids (L1_12,...), run in that order")
     ap.add_argument("--stride", type=int, default=1, help="every K-th selected task")
+    ap.add_argument("--interleave", action="store_true",
+                    help="alternate levels (1, 2, 3, 1, ...) so a partial run covers each")
     ap.add_argument("--shard", help="I/N: this process runs every N-th task from I (one per GPU)")
     ap.add_argument("--claim", metavar="TAG",
                     help="take tasks from a queue shared by every runner given the same TAG (one "
@@ -398,6 +427,10 @@ def main(argv=None) -> int:
     ap.add_argument("--summary-only", action="store_true", help="rewrite the summary and stop")
     args = ap.parse_args(argv)
     started = time.monotonic()
+    from torch_cudal1.bench.timing_cpus import apply_work_cpus
+    note = apply_work_cpus()   # builds and checks off the cores reserved for timings
+    if note:
+        print(note, flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     # (No TORCHINDUCTOR_CACHE_DIR under --out: the verifier's sandbox only lets candidates write

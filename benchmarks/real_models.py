@@ -77,9 +77,10 @@ def latency_ms(fn, inputs, device: str, reps: int = 20) -> float:
     """Median wall milliseconds per call; the device to itself (the device lock: searches or
     benchmark runners sharing the GPU wait while this runs)."""
     from torch_cudal1.bench.device_lock import DeviceLock
+    from torch_cudal1.bench.timing_cpus import timing_cpus
     lock = DeviceLock(device)
     try:
-        with lock.exclusive():
+        with lock.exclusive(), timing_cpus({}):   # and the host cores reserved for timings
             return _latency_ms(fn, inputs, device, reps)
     finally:
         lock.close()

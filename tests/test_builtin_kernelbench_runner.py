@@ -38,6 +38,7 @@ def test_runner_smoke_on_cpu(kernelbench_rows, tmp_path):
     assert sorted(r["id"] for r in recs) == sorted(f"L1_{r['task_id']}" for r in rows)
     assert all(r["status"] == "ok" and r["builtin_correct"] for r in recs)
     assert all(r["eager_ms"] > 0 and r["floor_ms"] > 0 and "replay_ms" in r for r in recs)
+    assert all("involuntary_switches" in a["host"] for r in recs for a in r["attempts"] if a["ms"])
     md = (out / "summary.md").read_text()
     assert "overall" in md and "cudal1_builtin" in md and "Over all 250 KernelBench tasks" in md
     sols = (out / "solutions.md").read_text()
@@ -46,3 +47,11 @@ def test_runner_smoke_on_cpu(kernelbench_rows, tmp_path):
     p2 = subprocess.run(cmd + ["--no-replay"], capture_output=True, text=True, timeout=300, cwd=str(ROOT))
     assert p2.returncode == 0 and "(2 done)" in p2.stdout
     assert len((out / "results.jsonl").read_text().splitlines()) == 2
+
+
+def test_interleave_covers_every_level_early():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from kernelbench_runner import interleave_levels
+    rows = [{"id": f"L{lv}_{i}", "level": lv} for lv, n in ((1, 3), (2, 2), (3, 1)) for i in range(n)]
+    order = [r["id"] for r in interleave_levels(rows)]
+    assert order == ["L1_0", "L2_0", "L3_0", "L1_1", "L2_1", "L1_2"]

@@ -241,6 +241,10 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m torch_cudal1.worker JOBDIR", file=sys.stderr)
         return 2
     directory = Path(argv[0])
+    from .bench.timing_cpus import apply_work_cpus
+    note = apply_work_cpus()   # builds and checks off the cores reserved for timings
+    if note:
+        print(note, file=sys.stderr)
     try:
         result = run_job(directory)
     except Exception as e:  # noqa: BLE001 - reported through result.json and the exit code

@@ -41,6 +41,7 @@ from .compare import check_real_tensor, compare, flatten_outputs  # noqa: E402
 from .errors import classify_exception  # noqa: E402
 from .runner import CANDIDATE_FILE, REAL_INPUTS_FILE, REQUEST_FILE, RESULT_FILE  # noqa: E402
 from ..bench.device_lock import DeviceLock  # noqa: E402
+from ..bench.timing_cpus import timing_cpus  # noqa: E402
 from ..bench.timing import CheckFailed, time_callable  # noqa: E402
 
 POISON = 9999.0           # written into freed blocks before each candidate call
@@ -461,7 +462,11 @@ class Harness:
 
     def _time(self):
         with self.lock.exclusive():   # the device alone: no other process's calls or timings
-            return self._time_alone()
+            host: dict = {}
+            with timing_cpus(host):   # and a quiet host CPU where cores are reserved for it
+                timing = self._time_alone()
+            timing.extra.update(host)
+            return timing
 
     def _time_alone(self):
         t0 = time.monotonic()
