@@ -2,10 +2,12 @@
 # One device call on a 2-GPU machine (kind nvidia-h200-x2), results under $OUT (a tarball).
 #   part 1: GPU tests (many-GPU warm workers, device lock, verifier with forked children); the
 #           cache benchmark on GPU 1, then the KernelBench runner there, beside it on GPU 0
-#   part 2: real models on GPU 1, then the runner there, beside it on GPU 0
-#   part 3+: the runner on both GPUs
-# FORK=1 runs the runner's verifier children from the fork-server template (after part 1's
-# forked GPU tests pass).
+#   part 2: GPU tests on GPU 1 (forked children on CUDA, AOTInductor candidates), then the runner
+#           there (forked children if those passed), beside it on GPU 0
+#   part 3: real models on GPU 1, then the runner there, beside it on GPU 0
+#   part 4+: the runner on both GPUs
+# FORK=1 runs the runner's verifier children from the fork-server template (part 2 sets it for
+# GPU 1's runner when its forked GPU tests passed).
 # The runner takes tasks from one queue (--claim) with several tasks in flight per GPU: their
 # builds and verifications overlap, their timings never do (the device lock). It resumes from
 # benchmarks/results/h200/kernelbench/ (tracked, so it travels). Needs the KernelBench data in
@@ -38,7 +40,7 @@ run_gpu() {   # run_gpu GPU TAG SECONDS: one runner on one GPU, on the shared qu
   CUDA_VISIBLE_DEVICES=$g TORCHINDUCTOR_COMPILE_THREADS=2 CUDAL1_VERIFY_FORKSERVER=${FORK:-auto} \
     CUDAL1_TIMING_CPUS=$t CUDAL1_WORK_CPUS=$WORK timeout -s TERM $secs \
     python3 benchmarks/kernelbench_runner.py --data $CUDAL1_KERNELBENCH --device cuda ${ORDER---interleave} \
-      --claim $tag --jobs ${JOBS:-3} --task-timeout 400 --max-seconds $(( secs - 150 )) \
+      --claim $tag --jobs ${JOBS:-4} --task-timeout 400 --max-seconds $(( secs - 150 )) \
       --out $R/kernelbench > $W/runner_${tag}_gpu$g.log 2>&1
 }
 summary() {
@@ -57,14 +59,30 @@ if [ "$PART" = 1 ]; then
     tests/test_verify_gpu.py 2>&1 | tail -30 > $W/gpu_tests_forked.log
   tail -3 $W/gpu_tests_x2.log $W/gpu_tests_forked.log
 fi
-if [ "$PART" -le 2 ]; then
-  # GPU 1 first runs a benchmark whose in-process timings must have the GPU alone, then joins.
+gpu_tests() {   # on GPU 1 beside GPU 0's runner: forked children on CUDA, AOTInductor candidates,
+  # and the verifier's GPU checks with forked children (native CUDA timed call included)
+  CUDA_VISIBLE_DEVICES=1 timeout 150 python3 -m pytest -m gpu -q -p no:cacheprovider \
+    tests/test_forkserver.py tests/test_aoti_candidate.py > $W/gpu_tests_fork_aoti.log 2>&1
+  CUDA_VISIBLE_DEVICES=1 CUDAL1_VERIFY_FORKSERVER=1 timeout 150 python3 -m pytest -m gpu -q \
+    -p no:cacheprovider tests/test_verify_gpu.py > $W/gpu_tests_forked.log 2>&1
+  tail -4 $W/gpu_tests_fork_aoti.log $W/gpu_tests_forked.log
+  python3 --version > $W/python_version.txt 2>&1
+  if grep -q " passed" $W/gpu_tests_forked.log && ! grep -q "failed\|error" $W/gpu_tests_forked.log \
+     && ! grep -q "FAILED tests/test_forkserver" $W/gpu_tests_fork_aoti.log; then
+    echo 1 > $W/fork_ok
+  fi
+}
+if [ "$PART" -le 3 ]; then
+  # GPU 1 first runs work that must have that GPU alone, then joins the runner.
   run_gpu 0 p$PART $(( $(left) - 10 )) &
   ( if [ "$PART" = 1 ]; then
       mkdir -p $W/cache_bench
       # on GPU 1's own core: its warm starts and dispatch times are host time
       OUT=$W/cache_bench CUDA_VISIBLE_DEVICES=1 timeout ${FIRST_S:-300} taskset -c $T1 python3 benchmarks/cache_bench.py \
         --device cuda --baselines eager,inductor > $W/cache_bench/stdout.log 2>&1
+    elif [ "$PART" = 2 ]; then
+      gpu_tests
+      [ -f $W/fork_ok ] && FORK=1
     else
       mkdir -p $W/real
       CUDA_VISIBLE_DEVICES=1 CUDAL1_TIMING_CPUS=$T1 timeout ${FIRST_S:-300} taskset -c $T1,$WORK python3 benchmarks/real_models.py \

@@ -3,6 +3,10 @@ template that goes away costs a fallback to a plain child, never a verdict."""
 import shutil
 from pathlib import Path
 
+import pytest
+import torch
+from helpers import run_python
+
 from torch_cudal1.baselines import baseline_candidate
 from torch_cudal1.task import Task
 from torch_cudal1.verify import evaluate, forkserver
@@ -35,3 +39,34 @@ def test_off_means_plain_children(monkeypatch):
     assert forkserver.mode("cpu") == "off"
     monkeypatch.setenv("CUDAL1_VERIFY_FORKSERVER", "auto")
     assert forkserver.mode("cpu") == "auto" and forkserver.mode("cuda:0") == "off"
+
+
+@pytest.mark.skipif(torch.version.cuda is None, reason="needs a CUDA build of torch")
+def test_the_template_knows_when_forked_children_could_not_use_cuda():
+    """Once the CUDA driver is initialised (as ``torch.cuda.is_available()`` does), torch
+    refuses CUDA in forked children: the template must see that and not serve forks."""
+    out = run_python(
+        "import json, torch\n"
+        "from torch_cudal1.verify.forkserver import _fork_is_safe\n"
+        "before = _fork_is_safe()\n"
+        "torch._C._cuda_getDeviceCount()\n"
+        "print(json.dumps({'before': before, 'after': _fork_is_safe()}))\n")
+    assert (out["before"], out["after"]) == (True, False)
+
+
+@pytest.mark.gpu
+def test_forked_children_verify_and_time_on_cuda(monkeypatch):
+    monkeypatch.setenv("CUDAL1_VERIFY_FORKSERVER", "1")
+    used = []
+    spawn = forkserver.ForkServer.spawn
+
+    def counting_spawn(self, *a, **k):
+        used.append(self)
+        return spawn(self, *a, **k)
+    monkeypatch.setattr(forkserver.ForkServer, "spawn", counting_spawn)
+    task = Task.from_file(TASK)
+    for _ in range(2):
+        v, t = evaluate(task, baseline_candidate(task, "inductor"), device="cuda", trials=2)
+        assert v.accepted, v.detail
+        assert t is not None and t.median_ms > 0
+    assert len(used) == 2 and all(s.ready() for s in used)   # both forked from the template

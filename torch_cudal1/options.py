@@ -38,6 +38,7 @@ class Options:
     fallback: str = "eager"          # what runs when no verified winner is available
     training: str = "inductor"       # graphs that need autograd: inductor | eager
     baselines: str = "eager,inductor"  # comma-separated baselines measured first
+    aoti: str = "auto"               # built-in AOTInductor candidates: auto (GPU only) | on | off
     log_level: str = "INFO"          # DEBUG | INFO | WARNING | ERROR
     progress: bool = True            # one line per candidate on stderr
     capture_limit_mb: float = 64.0   # real inputs larger than this are not stored as test vectors
@@ -94,6 +95,8 @@ class Options:
             if getattr(self, name) not in allowed:
                 raise ValueError(f"torch_cudal1 option {name}={getattr(self, name)!r}; "
                                  f"expected one of {', '.join(allowed)}")
+        if self.aoti not in ("auto", "on", "off"):
+            raise ValueError(f"torch_cudal1 option aoti={self.aoti!r}; expected one of auto, on, off")
         if self.completion_mode not in COMPLETION_MODES:
             raise ValueError(f"torch_cudal1 option completion_mode={self.completion_mode!r}; "
                              f"expected one of {', '.join(COMPLETION_MODES)}")

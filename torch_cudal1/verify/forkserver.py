@@ -267,7 +267,25 @@ def _child_main(msg: dict, fds: list[int]) -> None:
         os._exit(70)
 
 
+def _fork_is_safe() -> bool:
+    """Whether a child forked now may use CUDA. ``torch.cuda.is_available()`` (which imports may
+    call) initialises the CUDA driver without marking CUDA initialised, and torch then refuses
+    CUDA in forked children ("Cannot re-initialize CUDA in forked subprocess"): ask a probe."""
+    import torch
+    bad = getattr(torch._C, "_cuda_isInBadFork", None)
+    if bad is None:
+        return True
+    pid = os.fork()
+    if pid == 0:
+        os._exit(1 if bad() else 0)
+    _, status = os.waitpid(pid, 0)
+    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
 def serve(path: str) -> None:
+    # Imports that ask whether CUDA is available ask NVML instead of initialising the driver
+    # (children replace the environment with the request's, so only the template has this).
+    os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
     import torch
     import torch._dynamo  # noqa: F401 - the import cost every compiled candidate pays
     try:
@@ -275,7 +293,7 @@ def serve(path: str) -> None:
     except Exception:  # noqa: BLE001 - inductor is optional for plain candidates
         pass
     importlib.import_module(__package__ + ".child")   # the harness itself, imported once here
-    if torch.cuda.is_initialized():
+    if torch.cuda.is_initialized() or not _fork_is_safe():
         raise SystemExit("CUDA was initialised while importing: children could not fork safely")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)

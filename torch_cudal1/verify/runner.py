@@ -127,12 +127,16 @@ def _kill_group(proc) -> None:
 
 
 def _collect_build(build_dir: str | None, wd: Path) -> None:
-    """Copy the extensions built for this candidate into ``wd/build`` (cache artefacts)."""
+    """Copy the extensions built for this candidate into ``wd/build`` (cache artefacts): one
+    folder per load_inline extension, and AOTInductor packages (``*.pt2``)."""
     if not build_dir or not os.path.isdir(build_dir):
         return
     dest = wd / "build"
     for entry in os.scandir(build_dir):
-        if entry.is_dir() and any(f.endswith(".so") for f in os.listdir(entry.path)):
+        if entry.is_file() and entry.name.endswith(".pt2") and ".tmp." not in entry.name:
+            dest.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(entry.path, dest / entry.name)
+        elif entry.is_dir() and any(f.endswith(".so") for f in os.listdir(entry.path)):
             shutil.copytree(entry.path, dest / entry.name, dirs_exist_ok=True,
                             ignore=shutil.ignore_patterns("*.o", "*.ninja", ".ninja_*", "lock"))
 

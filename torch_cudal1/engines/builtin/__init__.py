@@ -6,7 +6,9 @@ Round 1 proposes what the task's own graph allows:
   broadcasts, matrix-chain reassociation, value-range folding, size-1 reductions, dropout/CSE/dead
   code removal), run eagerly, and ``builtin:rewrite+inductor`` — the same graph through
   ``torch.compile``. Only when a rewrite removed real work: otherwise they are the baselines again.
-* on a GPU, ``builtin:cudagraph`` — the reference replayed from a CUDA graph.
+* on a GPU, ``builtin:cudagraph`` — the reference replayed from a CUDA graph — and
+  ``builtin:aoti`` — the reference (or the rewritten graph) through AOTInductor: inductor's
+  kernels behind a C++ wrapper, no guards or Python wrapper per call (option ``aoti``).
 
 Round 2 (GPU) wraps the fastest verified non-graph candidate so far (a baseline such as inductor,
 or a rewrite) in CUDA-graph replay, when it is short enough to be launch-bound. Later rounds, or a
@@ -21,7 +23,7 @@ from ...baselines import baseline_candidate
 from ...contracts import Attempt, Candidate
 from ...log import logger
 from ..base import Engine, SearchContext
-from . import cudagraph
+from . import aoti, cudagraph
 
 # Candidates slower than this (ms) are not launch-bound: a CUDA graph saves ~µs per kernel.
 CUDA_GRAPH_MAX_MS = 5.0
@@ -64,14 +66,23 @@ class BuiltinEngine(Engine):
             return []
         out.append(Candidate(eager, f"builtin:rewrite({what})", meta=dict(meta)))
         out.append(Candidate(compiled, f"builtin:rewrite({what})+inductor", meta=dict(meta)))
+        if self._aoti(ctx):
+            out.append(Candidate(aoti.wrap(eager, f"rewritten graph ({what}) through AOTInductor"),
+                                 f"builtin:rewrite({what})+aoti", meta=dict(meta)))
         return out
+
+    def _aoti(self, ctx: SearchContext) -> bool:
+        return aoti.enabled(getattr(self.options, "aoti", "auto"), ctx.device)
 
     def _first_round(self, task, ctx: SearchContext) -> list[Candidate]:
         cands = self._rewrite_candidates(task, ctx)
+        eager = baseline_candidate(task, "eager")
         if ctx.device.startswith("cuda"):
-            eager = baseline_candidate(task, "eager")
             cands.append(Candidate(cudagraph.wrap(eager.source, "the reference in CUDA-graph replay"),
                                    "builtin:cudagraph"))
+        if self._aoti(ctx):
+            cands.append(Candidate(aoti.wrap(eager.source, "the reference through AOTInductor"),
+                                   "builtin:aoti"))
         return cands
 
     # -- round 2 -----------------------------------------------------------------------------
