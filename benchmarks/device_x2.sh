@@ -4,7 +4,8 @@
 #           cache benchmark on GPU 1, then the KernelBench runner there, beside it on GPU 0
 #   part 2: GPU tests on GPU 1 (forked children on CUDA, AOTInductor candidates), then the runner
 #           there (forked children if those passed), beside it on GPU 0
-#   part 3: real models on GPU 1, then the runner there, beside it on GPU 0
+#   part 3: where AOTInductor candidates fail on a GPU (benchmarks/aoti_diag.py), real models on
+#           GPU 1, then the runner there, beside it on GPU 0
 #   part 4+: the runner on both GPUs
 # FORK=1 runs the runner's verifier children from the fork-server template (part 2 sets it for
 # GPU 1's runner when its forked GPU tests passed).
@@ -85,6 +86,7 @@ if [ "$PART" -le 3 ]; then
       [ -f $W/fork_ok ] && FORK=1
     else
       mkdir -p $W/real
+      CUDA_VISIBLE_DEVICES=1 timeout 240 python3 benchmarks/aoti_diag.py --out $W/real > $W/real/aoti_diag.log 2>&1
       CUDA_VISIBLE_DEVICES=1 CUDAL1_TIMING_CPUS=$T1 timeout ${FIRST_S:-300} taskset -c $T1,$WORK python3 benchmarks/real_models.py \
         --models resnet18,bert,gpt2 --dtypes bf16,fp32 --out $W/real > $W/real/stdout.log 2>&1
     fi

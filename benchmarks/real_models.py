@@ -1,12 +1,15 @@
 """Real architectures end to end: eager, inductor (default, max-autotune), cudal1.
 
     PYTHONPATH=. python3 benchmarks/real_models.py [--models resnet18,bert,gpt2] [--dtypes fp32,bf16]
-        [--max-autotune] [--small] [--out DIR]
+        [--max-autotune] [--small] [--impl auto|library|plain] [--out DIR]
 
-Inference with a server-like batch, random weights built from configs (no downloads). For cudal1:
-latency after the search, the cold search time (first call with an empty cache) and the warm-start
-time (a fresh process whose first call finds the cache filled). Writes ``real_models.json`` and
-``real_models.md`` under ``--out`` (default ``$OUT`` or benchmarks/results).
+Inference with a server-like batch, random weights built from configs (no downloads). The models
+are torchvision's / transformers' modules where those are installed, else the plain-PyTorch copies
+of benchmarks/real_archs.py; each record's ``impl`` says which. For cudal1: latency after the
+search, the cold search time (first call with an empty cache) and the warm-start time (a fresh
+process whose first call finds the cache filled). Writes ``real_models.json`` and
+``real_models.md`` under ``--out`` (default ``$OUT`` or benchmarks/results), rewritten after every
+model so that a run cut short keeps what it measured.
 """
 from __future__ import annotations
 
@@ -28,36 +31,72 @@ import torch  # noqa: E402
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
 
-def build(name: str, small: bool, device: str, dtype):
-    """(model, example inputs) for a named architecture, or None when its library is missing."""
-    torch.manual_seed(0)
+MODELS = ("resnet18", "bert", "gpt2")
+LIBRARY = {"resnet18": "torchvision", "bert": "transformers", "gpt2": "transformers"}
+PLAIN = "plain-torch"
+
+
+def sizes(small: bool) -> dict:
+    """The architectures' sizes: the real ones (BERT-base / GPT-2 small), or tiny for a CPU smoke run."""
+    return {"hidden": 128 if small else 768, "heads": 4 if small else 12,
+            "intermediate": 256 if small else 3072,          # BERT; GPT-2's MLP is 4 * hidden
+            "image": 64 if small else 224, "image_batch": 2 if small else 32,
+            "batch": 2 if small else 32, "seq": 16 if small else 128}
+
+
+def library_model(name: str, small: bool):
+    """The library's module (the reference), or None when the library is not installed."""
+    z = sizes(small)
     if name == "resnet18":
         try:
             import torchvision
         except ImportError:
             return None
-        model = torchvision.models.resnet18(weights=None)
-        x = torch.randn(2 if small else 32, 3, 64 if small else 224, 64 if small else 224)
-        inputs = (x,)
-    elif name in ("bert", "gpt2"):
-        try:
-            import transformers
-        except ImportError:
-            return None
-        b, s = (2, 16) if small else (32, 128)
-        if name == "bert":
-            cfg = transformers.BertConfig(hidden_size=128 if small else 768,
-                                          num_attention_heads=4 if small else 12,
-                                          intermediate_size=256 if small else 3072)
-            cfg._attn_implementation = "sdpa"
-            model = transformers.models.bert.modeling_bert.BertLayer(cfg)
-        else:
-            cfg = transformers.GPT2Config(n_embd=128 if small else 768, n_head=4 if small else 12)
-            cfg._attn_implementation = "sdpa"
-            model = transformers.models.gpt2.modeling_gpt2.GPT2Block(cfg)
-        inputs = (torch.randn(b, s, cfg.hidden_size),)
-    else:
+        return torchvision.models.resnet18(weights=None)
+    try:
+        import transformers
+    except ImportError:
+        return None
+    if name == "bert":
+        cfg = transformers.BertConfig(hidden_size=z["hidden"], num_attention_heads=z["heads"],
+                                      intermediate_size=z["intermediate"])
+        cfg._attn_implementation = "sdpa"
+        return transformers.models.bert.modeling_bert.BertLayer(cfg)
+    cfg = transformers.GPT2Config(n_embd=z["hidden"], n_head=z["heads"])
+    cfg._attn_implementation = "sdpa"
+    return transformers.models.gpt2.modeling_gpt2.GPT2Block(cfg)
+
+
+def plain_model(name: str, small: bool):
+    """The same architecture in plain PyTorch (benchmarks/real_archs.py)."""
+    from benchmarks import real_archs
+    z = sizes(small)
+    if name == "resnet18":
+        return real_archs.ResNet18()
+    if name == "bert":
+        return real_archs.BertLayer(z["hidden"], z["heads"], z["intermediate"])
+    return real_archs.GPT2Block(z["hidden"], z["heads"])
+
+
+def build(name: str, small: bool, device: str, dtype, impl: str = "auto"):
+    """(model, example inputs, implementation) for a named architecture, or None when its library
+    is missing and ``impl`` is "library". ``impl``: "auto" (the library where installed, else the
+    plain-PyTorch copy), "library" or "plain"."""
+    if name not in MODELS:
         raise ValueError(f"unknown model {name}")
+    torch.manual_seed(0)
+    model, impl_name = None, PLAIN
+    if impl != "plain":
+        model, impl_name = library_model(name, small), LIBRARY[name]
+    if model is None:
+        if impl == "library":
+            return None
+        model, impl_name = plain_model(name, small), PLAIN
+    z = sizes(small)
+    if name == "resnet18":
+        inputs = (torch.randn(z["image_batch"], 3, z["image"], z["image"]),)
+    else:
+        inputs = (torch.randn(z["batch"], z["seq"], z["hidden"]),)
 
     class First(torch.nn.Module):
         """Return the first output only (transformers blocks return tuples with caches)."""
@@ -70,7 +109,7 @@ def build(name: str, small: bool, device: str, dtype):
             out = self.m(x)
             return out[0] if isinstance(out, (tuple, list)) else out
     model = First(model).eval().to(device=device, dtype=dtype)
-    return model, tuple(x.to(device=device, dtype=dtype) for x in inputs)
+    return model, tuple(x.to(device=device, dtype=dtype) for x in inputs), impl_name
 
 
 def latency_ms(fn, inputs, device: str, reps: int = 20) -> float:
@@ -126,7 +165,7 @@ def cudal1_options(cache_dir: str, mode: str = "search") -> dict:
 
 def child_warm(args) -> int:
     """In a fresh process: the first call against a warm cache (cache-only: no search)."""
-    model, inputs = build(args.model, args.small, args.device, DTYPES[args.dtype])
+    model, inputs, _ = build(args.model, args.small, args.device, DTYPES[args.dtype], args.impl)
     compiled = cudal1_compile(model, cudal1_options(args.cache, "cache-only"))
     s = first_call_s(compiled, inputs, args.device)
     print(json.dumps({"warm_start_s": s, "warm_latency_ms": latency_ms(compiled, inputs, args.device)}))
@@ -134,11 +173,11 @@ def child_warm(args) -> int:
 
 
 def run_one(name: str, dtype_name: str, args) -> dict | None:
-    built = build(name, args.small, args.device, DTYPES[dtype_name])
+    built = build(name, args.small, args.device, DTYPES[dtype_name], args.impl)
     if built is None:
         return None
-    model, inputs = built
-    rec = {"model": name, "dtype": dtype_name, "batch": int(inputs[0].shape[0])}
+    model, inputs, impl = built
+    rec = {"model": name, "impl": impl, "dtype": dtype_name, "batch": int(inputs[0].shape[0])}
     rec["eager_ms"] = latency_ms(model, inputs, args.device)
     torch._dynamo.reset()
     ind = torch.compile(model)
@@ -156,7 +195,8 @@ def run_one(name: str, dtype_name: str, args) -> dict | None:
         rec["cudal1_cold_search_s"] = first_call_s(c, inputs, args.device)
         rec["cudal1_ms"] = latency_ms(c, inputs, args.device)
         cmd = [sys.executable, __file__, "--child-warm", "--model", name, "--dtype", dtype_name,
-               "--cache", cache, "--device", args.device] + (["--small"] if args.small else [])
+               "--cache", cache, "--device", args.device,
+               "--impl", "plain" if impl == PLAIN else "library"] + (["--small"] if args.small else [])
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
         try:
@@ -167,14 +207,42 @@ def run_one(name: str, dtype_name: str, args) -> dict | None:
     return rec
 
 
+COLUMNS = ["model", "impl", "dtype", "batch", "eager_ms", "inductor_ms", "max_autotune_ms", "cudal1_ms",
+           "cudal1_cold_search_s", "warm_start_s"]
+
+
+def markdown(recs: list[dict]) -> str:
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    for r in recs:
+        lines.append("| " + " | ".join(f"{r[c]:.3f}" if isinstance(r.get(c), float) else str(r.get(c, "-"))
+                                       for c in COLUMNS) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write-then-rename: a run killed mid-write (a time limit) leaves the previous complete file."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def write_results(out: Path, recs: list[dict]) -> None:
+    _write_atomic(out / "real_models.json", json.dumps(recs, indent=1))
+    _write_atomic(out / "real_models.md", markdown(recs))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--models", default="resnet18,bert,gpt2")
+    ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--dtypes", default="fp32,bf16")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--max-autotune", action="store_true")
     ap.add_argument("--skip-cudal1", action="store_true")
     ap.add_argument("--small", action="store_true", help="tiny shapes (a CPU smoke run)")
+    ap.add_argument("--impl", choices=("auto", "library", "plain"), default="auto",
+                    help="auto: the library's module where installed, else the plain-PyTorch copy "
+                         "(benchmarks/real_archs.py); library: skip a model whose library is missing; "
+                         "plain: always the plain-PyTorch copy")
     ap.add_argument("--out", default=os.environ.get("OUT") or str(ROOT / "benchmarks" / "results"))
     ap.add_argument("--child-warm", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--model", help=argparse.SUPPRESS)
@@ -186,6 +254,7 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     recs = []
+    write_results(out, recs)
     for name in args.models.split(","):
         for dt in args.dtypes.split(","):
             rec = run_one(name.strip(), dt.strip(), args)
@@ -194,15 +263,8 @@ def main(argv=None) -> int:
                 continue
             print(json.dumps(rec), flush=True)
             recs.append(rec)
-    (out / "real_models.json").write_text(json.dumps(recs, indent=1))
-    cols = ["model", "dtype", "batch", "eager_ms", "inductor_ms", "max_autotune_ms", "cudal1_ms",
-            "cudal1_cold_search_s", "warm_start_s"]
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for r in recs:
-        lines.append("| " + " | ".join(f"{r[c]:.3f}" if isinstance(r.get(c), float) else str(r.get(c, "-"))
-                                       for c in cols) + " |")
-    (out / "real_models.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+            write_results(out, recs)   # after every model: a run cut by a time limit keeps these
+    print(markdown(recs), end="")
     return 0
 
 

@@ -38,7 +38,7 @@ class Options:
     fallback: str = "eager"          # what runs when no verified winner is available
     training: str = "inductor"       # graphs that need autograd: inductor | eager
     baselines: str = "eager,inductor"  # comma-separated baselines measured first
-    aoti: str = "auto"               # built-in AOTInductor candidates: auto (GPU only) | on | off
+    aoti: str = "off"                # built-in AOTInductor candidates: off | auto (GPU only) | on
     log_level: str = "INFO"          # DEBUG | INFO | WARNING | ERROR
     progress: bool = True            # one line per candidate on stderr
     capture_limit_mb: float = 64.0   # real inputs larger than this are not stored as test vectors

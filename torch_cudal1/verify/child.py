@@ -512,6 +512,8 @@ def _write_result(wd: Path, result: dict, _nonce=[]) -> None:  # noqa: B006 - se
 
 
 def main() -> None:
+    import faulthandler
+    faulthandler.enable()   # a crash (SIGSEGV in a kernel launcher, say) leaves its stack in the log
     wd = Path(sys.argv[1])
     _write_result(wd, {})   # reads the nonce from stdin before any candidate code runs
     req = json.loads((wd / REQUEST_FILE).read_text())

@@ -1,0 +1,132 @@
+"""benchmarks/real_archs.py: the plain-PyTorch ResNet-18 / BERT layer / GPT-2 block that
+benchmarks/real_models.py falls back to without torchvision / transformers (CPU, small shapes)."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from benchmarks import real_archs, real_models
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def n_params(m: torch.nn.Module) -> int:
+    return sum(p.numel() for p in m.parameters())
+
+
+def first(out):
+    return out[0] if isinstance(out, (tuple, list)) else out
+
+
+def test_resnet18_layout_and_param_count():
+    m = real_archs.ResNet18().eval()
+    assert n_params(m) == 11_689_512                  # torchvision.models.resnet18(): 11,689,512
+    assert m.conv1.kernel_size == (7, 7) and m.conv1.stride == (2, 2)
+    assert m.layer1[0].downsample is None
+    for i, w in enumerate((64, 128, 256, 512)):
+        layer = getattr(m, f"layer{i + 1}")
+        assert len(layer) == 2 and layer[1].conv2.out_channels == w
+        if i:
+            assert layer[0].downsample[0].kernel_size == (1, 1) and layer[0].conv1.stride == (2, 2)
+    with torch.no_grad():
+        assert m(torch.randn(2, 3, 64, 64)).shape == (2, 1000)
+
+
+def test_resnet18_matches_torchvision():
+    torchvision = pytest.importorskip("torchvision")
+    ref = torchvision.models.resnet18(weights=None).eval()
+    m = real_archs.ResNet18().eval()
+    assert n_params(m) == n_params(ref)
+    m.load_state_dict(ref.state_dict(), strict=True)   # same submodule names and shapes
+    x = torch.randn(2, 3, 64, 64)
+    with torch.no_grad():
+        torch.testing.assert_close(m(x), ref(x))
+
+
+@pytest.mark.parametrize("small", [True, False])
+def test_transformer_blocks_shapes_and_params(small):
+    z = real_models.sizes(small)
+    bert = real_archs.BertLayer(z["hidden"], z["heads"], z["intermediate"]).eval()
+    gpt2 = real_archs.GPT2Block(z["hidden"], z["heads"]).eval()
+    assert bert.attention.output.LayerNorm.eps == 1e-12 and gpt2.ln_1.eps == 1e-5
+    if not small:   # BERT-base / GPT-2 small: 7,087,872 parameters per layer, 12 layers ~ 85M
+        assert n_params(bert) == n_params(gpt2) == 7_087_872
+    x = torch.randn(2, 16, z["hidden"])
+    with torch.no_grad():
+        assert bert(x).shape == x.shape
+        assert gpt2(x).shape == x.shape
+
+
+def test_gpt2_block_is_causal_and_bert_is_not():
+    torch.manual_seed(0)
+    gpt2, bert = real_archs.GPT2Block(64, 4).eval(), real_archs.BertLayer(64, 4, 128).eval()
+    x = torch.randn(2, 10, 64)
+    y = x.clone()
+    y[:, 7:] += torch.randn(2, 3, 64)                  # change the later tokens only
+    with torch.no_grad():
+        a, b = gpt2(x), gpt2(y)
+        torch.testing.assert_close(a[:, :7], b[:, :7], rtol=0, atol=1e-5)
+        assert not torch.allclose(a[:, 7:], b[:, 7:])
+        assert not torch.allclose(bert(x)[:, :7], bert(y)[:, :7])   # bidirectional
+
+
+@pytest.mark.parametrize("name", ["bert", "gpt2"])
+def test_matches_transformers(name):
+    pytest.importorskip("transformers")
+    ref, m = real_models.library_model(name, True).eval(), real_models.plain_model(name, True).eval()
+    assert n_params(m) == n_params(ref)
+    sd = ref.state_dict()
+    if name == "gpt2":   # transformers' Conv1D stores (in, out); nn.Linear (out, in)
+        sd = {k: v.t() if v.dim() == 2 else v for k, v in sd.items()}
+    m.load_state_dict(sd, strict=True)
+    x = torch.randn(2, 16, real_models.sizes(True)["hidden"])
+    with torch.no_grad():
+        torch.testing.assert_close(m(x), first(ref(x)), rtol=1e-5, atol=1e-5)
+
+
+def test_build_falls_back_to_plain_torch(monkeypatch):
+    built = real_models.build("gpt2", True, "cpu", torch.float32, impl="plain")
+    assert built[2] == "plain-torch" and built[1][0].shape == (2, 16, 128)
+    monkeypatch.setitem(sys.modules, "transformers", None)      # import transformers -> ImportError
+    monkeypatch.setitem(sys.modules, "torchvision", None)
+    for name in ("resnet18", "bert", "gpt2"):
+        assert real_models.build(name, True, "cpu", torch.float32)[2] == "plain-torch"
+        assert real_models.build(name, True, "cpu", torch.float32, impl="library") is None
+
+
+def test_results_written_after_every_model(tmp_path, monkeypatch):
+    """A run cut short (here: interrupted during the second model) keeps the first model's record."""
+    calls = []
+
+    def fake_run_one(name, dtype, args):
+        calls.append(name)
+        if len(calls) > 1:
+            raise KeyboardInterrupt   # stands in for a time limit
+        return {"model": name, "impl": "plain-torch", "dtype": dtype, "batch": 2, "eager_ms": 1.0}
+    monkeypatch.setattr(real_models, "run_one", fake_run_one)
+    with pytest.raises(KeyboardInterrupt):
+        real_models.main(["--models", "resnet18,gpt2", "--dtypes", "fp32", "--out", str(tmp_path)])
+    assert [r["model"] for r in json.loads((tmp_path / "real_models.json").read_text())] == ["resnet18"]
+    assert "| resnet18 | plain-torch | fp32 |" in (tmp_path / "real_models.md").read_text()
+
+
+@pytest.mark.slow   # two inductor compiles: ~20 s with a warm inductor cache, ~1.5 min cold on 2 cores
+def test_smoke_run_writes_both_files(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.setdefault("OMP_NUM_THREADS", "1")                 # small shapes: threads only add noise
+    env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")   # no compile-worker pool to start
+    cmd = [sys.executable, "benchmarks/real_models.py", "--small", "--models", "resnet18,gpt2",
+           "--dtypes", "fp32", "--skip-cudal1", "--out", str(tmp_path)]
+    p = subprocess.run(cmd, cwd=str(ROOT), env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    recs = json.loads((tmp_path / "real_models.json").read_text())
+    assert [r["model"] for r in recs] == ["resnet18", "gpt2"]
+    for r in recs:
+        assert r["impl"] in ("torchvision", "transformers", "plain-torch")
+        assert r["eager_ms"] > 0 and r["inductor_ms"] > 0
+    md = (tmp_path / "real_models.md").read_text().splitlines()
+    assert md[0].startswith("| model | impl | dtype |") and len(md) == 2 + 2
