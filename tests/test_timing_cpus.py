@@ -122,3 +122,18 @@ def test_plan_cli_prints_sets_the_shell_can_use():
                          cwd=Path(__file__).resolve().parents[1]).stdout.split()
     assert len(out) == 2
     assert not parse_cpus(out[0]) & parse_cpus(out[1])
+
+
+def test_warm_workers_sharing_a_gpu_share_its_timing_core(monkeypatch):
+    from torch_cudal1.cli import warm_cmd
+    monkeypatch.delenv("CUDAL1_TIMING_CPUS", raising=False)
+    monkeypatch.delenv("CUDAL1_WORK_CPUS", raising=False)
+    monkeypatch.setattr("torch_cudal1.bench.timing_cpus.os.sched_getaffinity",
+                        lambda pid: {0, 1, 2, 3, 4, 5})
+    p = warm_cmd.cpu_plan(["0", "0", "1", "1"])
+    assert set(p) == {"0", "1"}
+    t0, t1 = parse_cpus(p["0"][0]), parse_cpus(p["1"][0])
+    work = parse_cpus(p["0"][1])
+    assert t0 and t1 and not t0 & t1 and not (t0 | t1) & work and p["0"][1] == p["1"][1]
+    monkeypatch.setenv("CUDAL1_TIMING_CPUS", "0")   # the user's own setting wins
+    assert warm_cmd.cpu_plan(["0", "1"]) == {}

@@ -50,6 +50,7 @@ def cudal1_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | Non
         # outputs, no subclasses, inputs in Dynamo's order): call the runner directly and save
         # its per-call cost.
         runner = runners[0]
+        runner.dynamo_gm = gm   # its inputs are the runner's: the arbiter may serve it instead
 
         def call(*args):
             return runner(args)

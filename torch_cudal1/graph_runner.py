@@ -47,6 +47,7 @@ class GraphRunner:
         self._by_signature: dict = {}     # dynamic graphs: one implementation per exact shape
         self._fallback_fn = None
         self._lock = threading.Lock()
+        self.dynamo_gm = None             # set by the backend when Dynamo's graph takes our inputs
 
     # -- the hot path ------------------------------------------------------------------------
     def __call__(self, args):
@@ -101,7 +102,7 @@ class GraphRunner:
                 return self.fallback()
             if entry is not None:
                 store.touch(key)
-                return self._from_entry(entry, device)
+                return self._arbitrated(self._from_entry(entry, device), store, key, device, full)
             STATS["cache_misses"] += 1
             if opts.mode == "cache-only":
                 self._cache_only_miss(store, fields, key)
@@ -109,7 +110,10 @@ class GraphRunner:
             logger.info("cache miss for %s: %s", key, _miss_reason(store, fields))
             if opts.mode == "async":
                 return self._search_async(full, fields, key, device)
-            return self._search(full, fields, key, device)
+            impl = self._search(full, fields, key, device)
+            if isinstance(impl, _Deferred):
+                return impl
+            return self._arbitrated(impl, store, key, device, full)
         except Exception as e:  # noqa: BLE001 - never in the user's way unless strict
             if opts.strict:
                 raise
@@ -119,6 +123,21 @@ class GraphRunner:
                            opts.fallback, log)
             STATS["fallbacks"] += 1
             return self._wrap(self.fallback())
+
+    def _arbitrated(self, impl, store, key: str, device: str, full: list):
+        """The winner, or the user's own graph (eager / inductor) where that is faster here."""
+        from . import arbiter
+        if self.dynamo_gm is None or self.dynamic or not arbiter.enabled(self.options.arbitrate, device):
+            return impl
+        try:
+            return arbiter.serve(impl, self.dynamo_gm, full, len(full) - len(self.consts), store,
+                                 key, device)
+        except Exception as e:  # noqa: BLE001 - arbitration is an optimisation, never a failure
+            if self.options.strict:
+                raise
+            logger.warning("arbiter failed for %s (%s: %s); serving the search's winner", key,
+                           type(e).__name__, e)
+            return impl
 
     def _trusted(self, store, entry) -> bool:
         """Entries are code: load them only from a directory this user owns, or when told to."""

@@ -39,6 +39,7 @@ class Options:
     training: str = "inductor"       # graphs that need autograd: inductor | eager
     baselines: str = "eager,inductor"  # comma-separated baselines measured first
     aoti: str = "off"                # built-in AOTInductor candidates: off | auto (GPU only) | on
+    arbitrate: str = "auto"          # time the winner against the user's graph (eager, inductor) in-process: auto (GPU) | on | off
     log_level: str = "INFO"          # DEBUG | INFO | WARNING | ERROR
     progress: bool = True            # one line per candidate on stderr
     capture_limit_mb: float = 64.0   # real inputs larger than this are not stored as test vectors
@@ -95,8 +96,10 @@ class Options:
             if getattr(self, name) not in allowed:
                 raise ValueError(f"torch_cudal1 option {name}={getattr(self, name)!r}; "
                                  f"expected one of {', '.join(allowed)}")
-        if self.aoti not in ("auto", "on", "off"):
-            raise ValueError(f"torch_cudal1 option aoti={self.aoti!r}; expected one of auto, on, off")
+        for name in ("aoti", "arbitrate"):
+            if getattr(self, name) not in ("auto", "on", "off"):
+                raise ValueError(f"torch_cudal1 option {name}={getattr(self, name)!r}; expected one "
+                                 "of auto, on, off")
         if self.completion_mode not in COMPLETION_MODES:
             raise ValueError(f"torch_cudal1 option completion_mode={self.completion_mode!r}; "
                              f"expected one of {', '.join(COMPLETION_MODES)}")

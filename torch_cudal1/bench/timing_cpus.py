@@ -112,7 +112,7 @@ def plan(n_devices: int, cpus: set[int] | None = None) -> tuple[list[set[int]], 
     return timing, work
 
 
-def _fmt(cpus: set[int]) -> str:
+def fmt(cpus: set[int]) -> str:
     return ",".join(str(c) for c in sorted(cpus))
 
 
@@ -121,4 +121,4 @@ if __name__ == "__main__":
     # the work CPUs, for shell scripts (CUDAL1_TIMING_CPUS=..., taskset -c WORK ...).
     import sys
     t, w = plan(int(sys.argv[1]) if len(sys.argv) > 1 else 1)
-    print("\n".join([_fmt(s) for s in t] + [_fmt(w)]))
+    print("\n".join([fmt(s) for s in t] + [fmt(w)]))

@@ -158,9 +158,30 @@ def _describe(result: dict) -> str:
 
 # -- workers ----------------------------------------------------------------------------------
 def _init_worker(gpu_ids, device: str) -> None:
-    """Pin each worker process to one GPU before CUDA is initialised in it."""
+    """Pin each worker process to one GPU before CUDA is initialised in it, and to the host
+    CPUs of its plan (its GPU's timing core while it times, the shared work cores otherwise)."""
     if device.startswith("cuda"):
-        os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu_ids.get())
+        gpu, timing, work = gpu_ids.get()
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)
+        if timing:
+            os.environ["CUDAL1_TIMING_CPUS"] = timing
+            os.environ["CUDAL1_WORK_CPUS"] = work
+            from ..bench.timing_cpus import apply_work_cpus
+            apply_work_cpus()
+
+
+def cpu_plan(gpus: list[str]) -> dict[str, tuple[str, str]]:
+    """GPU -> (timing CPUs, work CPUs): one physical core per distinct GPU for its timings, the
+    rest for every worker's builds. Empty when the user set the CPUs or the host is too small."""
+    if os.environ.get("CUDAL1_TIMING_CPUS") or os.environ.get("CUDAL1_WORK_CPUS"):
+        return {}
+    from ..bench.timing_cpus import fmt, plan
+    distinct = list(dict.fromkeys(gpus))
+    try:
+        timing, work = plan(len(distinct))
+    except ValueError:
+        return {}
+    return {g: (fmt(t), fmt(work)) for g, t in zip(distinct, timing)}
 
 
 def _safe_warm(unit, options: dict, device: str) -> dict:
@@ -183,8 +204,9 @@ def run_units(units: list, options: dict, device: str, workers: int, gpus: list[
     from concurrent.futures import ProcessPoolExecutor, as_completed
     ctx = mp.get_context("spawn")
     ids = ctx.Queue()
+    cpus = cpu_plan(gpus[:workers]) if device.startswith("cuda") else {}
     for g in gpus[:workers]:
-        ids.put(g)
+        ids.put((g, *cpus.get(g, ("", ""))))
     # Inside a worker "cuda" means its one visible GPU.
     dev = "cuda" if device.startswith("cuda") else device
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,

@@ -1,0 +1,107 @@
+"""Before serving, the winner is timed against the user's own graph (eager, inductor) here; the
+faster is served only when it wins beyond the noise and agrees with the winner, and the decision
+is kept so that a cache hit does not time again."""
+import json
+import time
+
+import pytest
+import torch
+from helpers import run_python
+
+from torch_cudal1 import arbiter
+from torch_cudal1.cache.store import CacheStore
+
+
+def _gm():
+    def f(x, w):
+        return (torch.relu(x @ w) * 2.0,)
+    return torch.fx.symbolic_trace(f)
+
+
+def _slow_winner(delay_s):
+    def winner(x, w, *consts):
+        time.sleep(delay_s)   # a served implementation that is slower here than the user's graph
+        return (torch.relu(x @ w) * 2.0,)
+    return winner
+
+
+@pytest.fixture
+def args():
+    torch.manual_seed(0)
+    return [torch.randn(16, 32), torch.randn(32, 8)]
+
+
+def test_a_faster_user_graph_is_served_and_the_decision_kept(tmp_path, args, monkeypatch):
+    store = CacheStore(tmp_path)
+    monkeypatch.setattr(arbiter, "_alternatives", lambda gm, a: {arbiter.EAGER: lambda: gm.forward})
+    fn = arbiter.serve(_slow_winner(0.005), _gm(), args, 2, store, "k1", "cpu")
+    assert fn.forward is not None and fn(*args)[0].shape == (16, 8)
+    d = json.loads((store.root / "serve" / "k1.json").read_text())
+    assert d["choice"] == "eager" and d["ms"]["winner"] > d["ms"]["eager"]
+    # A later process reads the decision: no timing at all.
+    monkeypatch.setattr(arbiter, "_time", lambda *a: pytest.fail("a kept decision must not time"))
+    again = arbiter.serve(_slow_winner(0.005), _gm(), args, 2, store, "k1", "cpu")
+    torch.testing.assert_close(again(*args)[0], torch.relu(args[0] @ args[1]) * 2.0)
+
+
+def test_within_the_noise_the_verified_winner_stays(tmp_path, args, monkeypatch):
+    store = CacheStore(tmp_path)
+    gm = _gm()
+    monkeypatch.setattr(arbiter, "_alternatives", lambda g, a: {arbiter.EAGER: lambda: g.forward})
+    winner = arbiter._on_own_inputs(gm.forward, 2)   # the same code: no real difference
+    fn = arbiter.serve(winner, gm, args, 2, store, "k2", "cpu")
+    d = json.loads((store.root / "serve" / "k2.json").read_text())
+    if d["choice"] == "winner":
+        assert fn is winner
+    else:   # allowed only when it won beyond its own spread
+        assert d["ms"]["eager"] + d["spread_ms"]["eager"] < d["ms"]["winner"]
+
+
+def test_an_alternative_that_disagrees_is_never_served(tmp_path, args, monkeypatch):
+    store = CacheStore(tmp_path)
+
+    def wrong(x, w):
+        return (torch.relu(x @ w) * 3.0,)
+    monkeypatch.setattr(arbiter, "_alternatives",
+                        lambda g, a: {arbiter.EAGER: lambda: torch.fx.symbolic_trace(wrong).forward})
+    winner = _slow_winner(0.005)
+    fn = arbiter.serve(winner, _gm(), args, 2, store, "k3", "cpu")
+    assert fn is winner
+    d = json.loads((store.root / "serve" / "k3.json").read_text())
+    assert d["choice"] == "winner" and "eager" not in d["ms"]
+
+
+def test_auto_means_gpu_only():
+    assert arbiter.enabled("auto", "cuda:0") and not arbiter.enabled("auto", "cpu")
+    assert arbiter.enabled("on", "cpu") and not arbiter.enabled("off", "cuda")
+
+
+def test_through_the_backend_with_a_cache_hit_in_a_fresh_process(tmp_path):
+    """End to end on CPU: the search's winner, eager and inductor on the user's graph are timed
+    once; a fresh process hits the cache, reads the decision and times nothing."""
+    code = """
+        import json, torch, torch_cudal1
+        from torch_cudal1 import arbiter
+        FORBID = {forbid}
+        if FORBID:
+            def no(*a, **k):
+                raise AssertionError("a cache hit with a kept decision must not time")
+            arbiter._time = no
+        def f(x):
+            return torch.nn.functional.gelu(x) * 2 + 1
+        c = torch.compile(f, backend="cudal1", options={{
+            "cache_dir": {cache!r}, "arbitrate": "on", "rounds": 0, "progress": False}})
+        x = torch.randn(64, 64)
+        with torch.no_grad():
+            ok = torch.allclose(c(x), f(x), atol=1e-5) and torch.allclose(c(x + 1), f(x + 1), atol=1e-5)
+        print(json.dumps({{"ok": ok, "stats": dict(torch_cudal1.stats())}}))
+    """
+    cache = str(tmp_path / "cache")
+    cold = run_python(code.format(forbid=False, cache=cache))
+    assert cold["ok"] and cold["stats"].get("searches") == 1
+    decisions = list((tmp_path / "cache").rglob("serve/*.json"))
+    assert len(decisions) == 1
+    d = json.loads(decisions[0].read_text())
+    assert set(d["ms"]) >= {"winner", "eager", "inductor"}, d
+    warm = run_python(code.format(forbid=True, cache=cache))
+    assert warm["ok"] and warm["stats"].get("cache_hits") == 1 and not warm["stats"].get("searches")
