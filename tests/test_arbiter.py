@@ -34,10 +34,10 @@ def args():
 def test_a_faster_user_graph_is_served_and_the_decision_kept(tmp_path, args, monkeypatch):
     store = CacheStore(tmp_path)
     monkeypatch.setattr(arbiter, "_alternatives", lambda gm, a: {arbiter.EAGER: lambda: gm.forward})
-    fn = arbiter.serve(_slow_winner(0.005), _gm(), args, 2, store, "k1", "cpu")
-    assert fn.forward is not None and fn(*args)[0].shape == (16, 8)
+    fn = arbiter.serve(_slow_winner(0.02), _gm(), args, 2, store, "k1", "cpu")
     d = json.loads((store.root / "serve" / "k1.json").read_text())
-    assert d["choice"] == "eager" and d["ms"]["winner"] > d["ms"]["eager"]
+    assert d["choice"] == "eager" and d["ms"]["winner"] > d["ms"]["eager"], d
+    assert fn.forward is not None and fn(*args)[0].shape == (16, 8)
     # A later process reads the decision: no timing at all.
     monkeypatch.setattr(arbiter, "_time", lambda *a: pytest.fail("a kept decision must not time"))
     again = arbiter.serve(_slow_winner(0.005), _gm(), args, 2, store, "k1", "cpu")
@@ -105,3 +105,31 @@ def test_through_the_backend_with_a_cache_hit_in_a_fresh_process(tmp_path):
     assert set(d["ms"]) >= {"winner", "eager", "inductor"}, d
     warm = run_python(code.format(forbid=True, cache=cache))
     assert warm["ok"] and warm["stats"].get("cache_hits") == 1 and not warm["stats"].get("searches")
+
+
+def test_cache_only_serves_the_cached_winner_without_timing(tmp_path):
+    code = """
+        import json, torch, torch_cudal1
+        from torch_cudal1 import arbiter
+        MODE = {mode!r}
+        if MODE == "cache-only":
+            def no(*a, **k):
+                raise AssertionError("cache-only must not arbitrate")
+            arbiter.serve = no
+        def f(x):
+            return torch.sin(x) + 1
+        c = torch.compile(f, backend="cudal1", options={{
+            "cache_dir": {cache!r}, "arbitrate": "on", "rounds": 0, "progress": False,
+            "mode": MODE, "baselines": "eager"}})
+        x = torch.randn(32)
+        with torch.no_grad():
+            ok = torch.allclose(c(x), f(x))
+        print(json.dumps({{"ok": ok, "stats": dict(torch_cudal1.stats())}}))
+    """
+    cache = str(tmp_path / "cache")
+    (tmp_path / "cache").mkdir()
+    run_python(code.format(mode="search", cache=cache))
+    for d in (tmp_path / "cache").rglob("serve/*.json"):
+        d.unlink()   # as on a machine that imported a bundle: entries, no decisions
+    out = run_python(code.format(mode="cache-only", cache=cache))
+    assert out["ok"] and out["stats"].get("cache_hits") == 1

@@ -13,7 +13,8 @@ is kept beside the cache entry (``serve/<key>.json``): a cache hit reads it inst
 
 Neither alternative is new code: one is the reference itself, the other the compiler the user
 would otherwise run. Only static graphs whose AOT wrapper is an identity are arbitrated (their
-runner receives Dynamo's own inputs).
+runner receives Dynamo's own inputs), and never in ``cache-only`` mode, where a hit must run no
+timing and no compiler: there the cached winner is served as it is.
 """
 from __future__ import annotations
 

@@ -129,6 +129,8 @@ class GraphRunner:
         from . import arbiter
         if self.dynamo_gm is None or self.dynamic or not arbiter.enabled(self.options.arbitrate, device):
             return impl
+        if self.options.mode == "cache-only":   # a served cache: no timing and no compiler, ever
+            return impl
         try:
             return arbiter.serve(impl, self.dynamo_gm, full, len(full) - len(self.consts), store,
                                  key, device)
