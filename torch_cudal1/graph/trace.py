@@ -5,14 +5,16 @@ Two sources of graphs:
 * ``task.graph`` (a task rendered from torch.compile): its placeholders are all of ``Model.forward``'s
   inputs, so the graph is used as it is.
 * any KernelBench-format task: ``Model(*get_init_inputs())`` is built on the meta device (no memory,
-  no kernels), its parameters and buffers are lifted to inputs with ``functional_call`` and the
-  forward is traced by ``make_fx`` with functionalization on fake tensors that live on the target
-  device. Nothing runs on the device, so a task whose inputs would be 16 GiB on a GPU traces in
-  milliseconds on a CPU-only machine.
+  no kernels), its parameters, buffers and plain tensor attributes (``self.h0 = torch.randn(..)``)
+  are lifted to inputs with ``functional_call`` and the forward is traced by ``make_fx`` with
+  functionalization on fake tensors that live on the target device. Nothing runs on the device,
+  so a task whose inputs would be 16 GiB on a GPU traces in milliseconds on a CPU-only machine.
 
 The (rewritten) graph is rendered as ``class ModelNew(Model)`` whose forward calls the graph function
-with ``self``'s parameters and buffers (in named order) and the inputs, and rebuilds Model.forward's
-output structure. Inputs whose shapes differ from the traced ones fall back to ``Model.forward``.
+with ``self``'s state tensors (in lifted order) and the inputs, rebuilds Model.forward's output
+structure, and assigns back the state the forward reassigned (``self.hidden = new``), which the
+graph returns after the outputs. Inputs whose shapes differ from the traced ones fall back to
+``Model.forward``.
 """
 from __future__ import annotations
 
@@ -33,7 +35,8 @@ class TraceError(Exception):
 @dataclass
 class Traced:
     gm: fx.GraphModule                 # placeholders: state tensors first, then forward inputs
-    state_names: list = field(default_factory=list)   # parameter/buffer names, in lifted order
+    state_names: list = field(default_factory=list)   # parameters, buffers, tensor attributes
+    state_updates: list = field(default_factory=list)  # state names forward reassigns: extra outputs
     out_spec: str | None = None        # pytree spec (dumped) of Model.forward's output; None: as is
     input_meta: list = field(default_factory=list)    # per forward input: (shape, dtype), ("=", scalar) or None
     from_task_graph: bool = False
@@ -87,6 +90,26 @@ def _build_model(mod):
         return mod.Model(*init).eval()
 
 
+def _state_tensors(model) -> tuple[list, list]:
+    """(names, tensors) of the model's state: parameters, buffers, then plain tensor attributes.
+
+    Plain attributes (``self.h0 = torch.randn(...)`` in ``__init__``) are state like buffers, but
+    ``.to(device)`` does not move them; left unlifted they reach the trace as meta tensors."""
+    named = list(model.named_parameters()) + list(model.named_buffers())
+    seen = {id(t) for _, t in named}
+    for prefix, m in model.named_modules():
+        for attr, v in vars(m).items():
+            if isinstance(v, torch.Tensor) and id(v) not in seen:
+                seen.add(id(v))
+                named.append((f"{prefix}.{attr}" if prefix else attr, v))
+    return [n for n, _ in named], [t for _, t in named]
+
+
+def _get_state(model, name: str):
+    prefix, _, attr = name.rpartition(".")
+    return getattr(model.get_submodule(prefix) if prefix else model, attr)
+
+
 def propagate_meta(gm: fx.GraphModule) -> fx.GraphModule:
     """(Re)compute every node's ``meta['val']`` from the placeholders' fake values."""
     from torch.fx.passes.fake_tensor_prop import FakeTensorProp
@@ -99,6 +122,30 @@ def propagate_meta(gm: fx.GraphModule) -> fx.GraphModule:
     return gm
 
 
+# ATen ops one trace may record. KernelBench graphs have at most ~1.5k nodes; past this the forward
+# is unrolled (a Python loop over time steps, or an RNN op that the target has no fused kernel for
+# and decomposes per step): tens of thousands of nodes whose trace and rewrites take minutes and
+# whose candidate would be megabytes of source. Stop early instead.
+MAX_TRACE_OPS = 10_000
+
+
+def _op_budget(limit: int):
+    """A dispatch mode that raises TraceError after ``limit`` ATen ops."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class OpBudget(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.left = limit
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.left -= 1
+            if self.left < 0:
+                raise TraceError(f"graph too large: over {limit} ATen ops (an unrolled loop?)")
+            return func(*args, **(kwargs or {}))
+    return OpBudget()
+
+
 def _trace_module(task: Task, device: torch.device) -> Traced:
     mod = task.load()
     if not hasattr(mod, "Model"):
@@ -106,22 +153,42 @@ def _trace_module(task: Task, device: torch.device) -> Traced:
     with torch.no_grad():
         model = _build_model(mod)
         inputs = _meta_inputs(mod)
-    named = list(model.named_parameters()) + list(model.named_buffers())
-    names = [n for n, _ in named]
+    names, tensors = _state_tensors(model)
+    n_params = len(list(model.parameters()))
+    n_lifted = n_params + len(list(model.buffers()))
     mode = _fake_mode()
     fake = _faker(mode, device)
-    state = [fake(t.detach()) for _, t in named]
+    # Parameters and buffers follow the model to ``device``; plain attributes stay where __init__
+    # made them (meta stands for the default device, the CPU), as ``Model(..).to(device)`` leaves
+    # them: a forward that moves them (``self.h0.to(x.device)``) keeps that copy in the graph.
+    state = [fake(t.detach()) if i < n_lifted else
+             _faker(mode, torch.device("cpu") if t.device.type == "meta" else t.device)(t.detach())
+             for i, t in enumerate(tensors)]
     fins = [fake(x.detach()) if isinstance(x, torch.Tensor) else x for x in inputs]
     spec_box: dict = {}
 
     def flat_forward(*flat):
         sd = dict(zip(names, flat[: len(names)]))
-        out = torch.func.functional_call(model, sd, tuple(flat[len(names):]))
+        after: list = []
+
+        def read_state(*_):
+            # While functional_call still has the state swapped in: a forward that reassigns an
+            # attribute (``self.hidden = tanh(..)``) changes what the next call sees.
+            after[:] = [_get_state(model, n) for n in names]
+        hook = model.register_forward_hook(read_state)
+        try:
+            with _op_budget(MAX_TRACE_OPS):
+                out = torch.func.functional_call(model, sd, tuple(flat[len(names):]))
+        finally:
+            hook.remove()
         leaves, spec = pytree.tree_flatten(out)
         if not all(isinstance(x, torch.Tensor) for x in leaves):
             raise TraceError("Model.forward returns non-tensor values")
-        spec_box["spec"] = spec
-        return leaves
+        updates = [i for i, (a, b) in enumerate(zip(after, flat)) if a is not b]
+        if any(not isinstance(after[i], torch.Tensor) or i < n_params for i in updates):
+            raise TraceError("Model.forward replaces a parameter or sets state to a non-tensor")
+        spec_box["spec"], spec_box["updates"] = spec, [names[i] for i in updates]
+        return leaves + [after[i] for i in updates]
 
     from torch.fx.experimental.proxy_tensor import make_fx
     try:
@@ -131,10 +198,16 @@ def _trace_module(task: Task, device: torch.device) -> Traced:
         raise
     except Exception as e:  # noqa: BLE001 - data-dependent control flow, unsupported ops, ...
         raise TraceError(f"make_fx failed: {type(e).__name__}: {str(e)[:300]}") from None
-    spec = spec_box["spec"]
+    try:
+        # The candidate rebuilds the output from this text: a container type pytree cannot name
+        # (``torch.return_types.max``, a user's namedtuple) has no such form.
+        spec = pytree.treespec_dumps(spec_box["spec"])
+    except Exception as e:  # noqa: BLE001
+        raise TraceError(f"output structure cannot be serialised: {type(e).__name__}") from None
     _inline_constants(gm)
     # Static shapes: a forward input that is not a tensor was specialised into the graph.
-    return Traced(gm=gm, state_names=names, out_spec=pytree.treespec_dumps(spec), input_meta=_input_meta(inputs))
+    return Traced(gm=gm, state_names=names, state_updates=spec_box["updates"],
+                  out_spec=spec, input_meta=_input_meta(inputs))
 
 
 _CONSTANT_LIMIT = 4096   # elements: larger constants would bloat the candidate's source
@@ -223,6 +296,7 @@ _CLASS_TEMPLATE = '''
 import torch.utils._pytree as _cudal1_pytree  # noqa: E402
 
 _CUDAL1_STATE = {state!r}
+_CUDAL1_UPDATES = {updates!r}
 _CUDAL1_INPUTS = {inputs!r}
 _CUDAL1_OUT_SPEC = {spec}
 
@@ -233,10 +307,25 @@ class ModelNew(Model):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._cudal1_fn = {fn_expr}
+        # (owner module, attribute) per state tensor: parameters, buffers and plain tensor
+        # attributes alike. Submodules stay the same objects under .to(); their tensors do not.
+        self._cudal1_slots = [self._cudal1_slot(n) for n in _CUDAL1_STATE]
+        self._cudal1_update_slots = [self._cudal1_slot(n) for n in _CUDAL1_UPDATES]
+
+    def _cudal1_slot(self, name):
+        prefix, _, attr = name.rpartition(".")
+        return (self.get_submodule(prefix) if prefix else self), attr
 
     def _cudal1_state(self):
-        return [self.get_parameter(n) if n in self._cudal1_params else self.get_buffer(n)
-                for n in _CUDAL1_STATE]
+        return [getattr(m, a) for m, a in self._cudal1_slots]
+
+    def _cudal1_finish(self, out):
+        # The graph returns the reassigned state after the outputs; assign it as forward did.
+        out = list(out)
+        k = len(out) - len(self._cudal1_update_slots)
+        for (m, a), v in zip(self._cudal1_update_slots, out[k:]):
+            setattr(m, a, v)
+        return _cudal1_pytree.tree_unflatten(out[:k], _CUDAL1_OUT_SPEC)
 
     def _cudal1_matches(self, inputs):
         if len(inputs) != len(_CUDAL1_INPUTS):
@@ -284,15 +373,11 @@ def render_candidate_source(task: Task, traced: Traced, gm: fx.GraphModule, *,
     if traced.from_task_graph:
         call = "return self._cudal1_fn(None, *inputs)"
     else:
-        call = ("out = self._cudal1_fn(None, *self._cudal1_state(), *inputs)\n"
-                "        return _cudal1_pytree.tree_unflatten(list(out), _CUDAL1_OUT_SPEC)")
+        call = "return self._cudal1_finish(self._cudal1_fn(None, *self._cudal1_state(), *inputs))"
     inputs = list(traced.input_meta)
     spec = "None" if traced.out_spec is None else f"_cudal1_pytree.treespec_loads({traced.out_spec!r})"
-    cls = _CLASS_TEMPLATE.format(state=list(traced.state_names), inputs=inputs, spec=spec,
+    cls = _CLASS_TEMPLATE.format(state=list(traced.state_names), updates=list(traced.state_updates),
+                                 inputs=inputs, spec=spec,
                                  doc=doc or "cudal1 built-in: the task's ATen graph, rewritten",
                                  fn_expr=fn_expr, call=call)
-    # Parameter names, to tell parameters from buffers without a lookup failure per call.
-    cls = cls.replace("        self._cudal1_fn =",
-                      "        self._cudal1_params = {n for n, _ in self.named_parameters()}\n"
-                      "        self._cudal1_fn =")
     return task.source.rstrip() + "\n\nimport torch  # noqa: E402\n" + fn + cls
