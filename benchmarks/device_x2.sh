@@ -17,6 +17,7 @@
 # other work (builds, compiles, checks) runs on the rest (CUDAL1_WORK_CPUS): launch-bound calls
 # are host time, and a host busy with other jobs' compiles inflated them several-fold in session 2.
 # ORDER=--interleave (default) alternates levels so each call covers levels 1, 2 and 3.
+# Part 3: MODELS=bert,gpt2 DTYPES=bf16 pick the real models (about 150 s each per dtype).
 set -u
 PART=${1:-1}
 LIMIT=${LIMIT:-570}          # seconds this script may use in all
@@ -88,7 +89,7 @@ if [ "$PART" -le 3 ]; then
       mkdir -p $W/real
       CUDA_VISIBLE_DEVICES=1 timeout 240 python3 benchmarks/aoti_diag.py --out $W/real > $W/real/aoti_diag.log 2>&1
       CUDA_VISIBLE_DEVICES=1 CUDAL1_TIMING_CPUS=$T1 timeout ${FIRST_S:-300} taskset -c $T1,$WORK python3 benchmarks/real_models.py \
-        --models resnet18,bert,gpt2 --dtypes bf16,fp32 --out $W/real > $W/real/stdout.log 2>&1
+        --models ${MODELS:-resnet18,bert,gpt2} --dtypes ${DTYPES:-bf16,fp32} --out $W/real > $W/real/stdout.log 2>&1
     fi
     run_gpu 1 p$PART $(( $(left) - 10 )) ) &
   wait
