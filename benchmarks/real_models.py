@@ -194,6 +194,8 @@ def run_one(name: str, dtype_name: str, args) -> dict | None:
         c = cudal1_compile(model, cudal1_options(cache))
         rec["cudal1_cold_search_s"] = first_call_s(c, inputs, args.device)
         rec["cudal1_ms"] = latency_ms(c, inputs, args.device)
+        # What the arbiter served per graph (winner / eager / inductor) and what it measured.
+        rec["arbiter"] = [json.loads(p.read_text()) for p in sorted(Path(cache).rglob("serve/*.json"))]
         cmd = [sys.executable, __file__, "--child-warm", "--model", name, "--dtype", dtype_name,
                "--cache", cache, "--device", args.device,
                "--impl", "plain" if impl == PLAIN else "library"] + (["--small"] if args.small else [])

@@ -133,3 +133,14 @@ def test_cache_only_serves_the_cached_winner_without_timing(tmp_path):
         d.unlink()   # as on a machine that imported a bundle: entries, no decisions
     out = run_python(code.format(mode="cache-only", cache=cache))
     assert out["ok"] and out["stats"].get("cache_hits") == 1
+
+
+def test_a_noisy_fastest_median_does_not_hide_a_clear_win():
+    from torch_cudal1.contracts import Timing
+    t = {"winner": Timing(1.10, 0.2, 20), "eager": Timing(0.77, 0.28, 20),
+         "inductor": Timing(0.72, 4.4, 20)}
+    assert arbiter.choose(t) == "eager"          # inductor's median is lower, but within noise
+    t["eager"] = Timing(0.9, 0.3, 20)
+    assert arbiter.choose(t) == "winner"         # nothing clearly faster
+    t["inductor"] = Timing(0.5, 0.1, 20)
+    assert arbiter.choose(t) == "inductor"

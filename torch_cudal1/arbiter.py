@@ -91,6 +91,14 @@ def _same(a, b) -> bool:
     return True
 
 
+def choose(times: dict) -> str:
+    """The fastest alternative among those that beat the winner by more than their own spread;
+    the winner when none does (within the noise, the verified winner stays)."""
+    w = times[WINNER].median_ms
+    clear = [k for k, t in times.items() if k != WINNER and t.median_ms + t.spread_ms < w]
+    return min(clear, key=lambda k: times[k].median_ms) if clear else WINNER
+
+
 def _alternatives(gm, args: list) -> dict:
     """Factories: building inductor's version costs a compile, so only when it is timed."""
     def inductor():
@@ -140,9 +148,7 @@ def serve(winner, gm, full: list, n_args: int, store, key: str, device: str):
         except Exception as e:  # noqa: BLE001 - an alternative that fails is no alternative
             logger.info("arbiter: %s unavailable for %s (%s: %s)", name, key, type(e).__name__, e)
     w = times[WINNER]
-    best = min(times, key=lambda k: times[k].median_ms)
-    if best != WINNER and times[best].median_ms + times[best].spread_ms >= w.median_ms:
-        best = WINNER   # within the noise: keep the verified winner
+    best = choose(times)
     decision = {"choice": best, "ms": {k: t.median_ms for k, t in times.items()},
                 "spread_ms": {k: t.spread_ms for k, t in times.items()},
                 "device": device, "seconds": round(time.monotonic() - t0, 2)}
