@@ -12,6 +12,9 @@ def _compile(fn, cache_dir, runners, monkeypatch):
         orig(self, *a, **k)
         runners.append(self)
     monkeypatch.setattr(GraphRunner, "__init__", spy)   # the backend runs at the first call
+    # Dynamo remembers shapes per code object across compiles (automatic dynamic shapes): after
+    # another test ran nn.Sequential with other shapes, this graph would come out dynamic.
+    torch._dynamo.reset()
     return torch.compile(fn, backend="cudal1",
                          options={"cache_dir": str(cache_dir), "baselines": "eager", "rounds": 0})
 
