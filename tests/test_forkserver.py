@@ -14,7 +14,8 @@ from torch_cudal1.verify import evaluate, forkserver
 TASK = Path(__file__).parent / "adversarial" / "tasks" / "linear_act.py"
 
 
-def test_forked_children_and_a_vanished_template(monkeypatch):
+def _count_forks(monkeypatch) -> list:
+    """Fork-server mode on; the list fills with the template used for each child forked."""
     monkeypatch.setenv("CUDAL1_VERIFY_FORKSERVER", "1")
     used = []
     spawn = forkserver.ForkServer.spawn
@@ -23,6 +24,11 @@ def test_forked_children_and_a_vanished_template(monkeypatch):
         used.append(self)
         return spawn(self, *a, **k)
     monkeypatch.setattr(forkserver.ForkServer, "spawn", counting_spawn)
+    return used
+
+
+def test_forked_children_and_a_vanished_template(monkeypatch):
+    used = _count_forks(monkeypatch)
     task = Task.from_file(TASK)
     v, t = evaluate(task, baseline_candidate(task, "eager"), device="cpu", trials=2)
     assert v.accepted and t is not None
@@ -56,14 +62,7 @@ def test_the_template_knows_when_forked_children_could_not_use_cuda():
 
 @pytest.mark.gpu
 def test_forked_children_verify_and_time_on_cuda(monkeypatch):
-    monkeypatch.setenv("CUDAL1_VERIFY_FORKSERVER", "1")
-    used = []
-    spawn = forkserver.ForkServer.spawn
-
-    def counting_spawn(self, *a, **k):
-        used.append(self)
-        return spawn(self, *a, **k)
-    monkeypatch.setattr(forkserver.ForkServer, "spawn", counting_spawn)
+    used = _count_forks(monkeypatch)
     task = Task.from_file(TASK)
     for _ in range(2):
         v, t = evaluate(task, baseline_candidate(task, "inductor"), device="cuda", trials=2)
