@@ -6,6 +6,7 @@
 #           there (forked children if those passed), beside it on GPU 0
 #   part 3: where AOTInductor candidates fail on a GPU (benchmarks/aoti_diag.py), real models on
 #           GPU 1, then the runner there, beside it on GPU 0
+#   part real: real models on both GPUs (MODELS0 on GPU 0, MODELS on GPU 1), then the runner
 #   part 4+: the runner on both GPUs
 # FORK=1 runs the runner's verifier children from the fork-server template (part 2 sets it for
 # GPU 1's runner when its forked GPU tests passed).
@@ -17,7 +18,9 @@
 # other work (builds, compiles, checks) runs on the rest (CUDAL1_WORK_CPUS): launch-bound calls
 # are host time, and a host busy with other jobs' compiles inflated them several-fold in session 2.
 # ORDER=--interleave (default) alternates levels so each call covers levels 1, 2 and 3.
-# Part 3: MODELS=bert,gpt2 DTYPES=bf16 pick the real models (about 150 s each per dtype).
+# Parts 3 and real: MODELS=bert,gpt2 DTYPES=bf16 pick the real models (about 150 s each per
+# dtype), FIRST_S bounds them (default 300 s); AOTI_DIAG=1 adds part 3's AOTInductor diagnosis;
+# MAX_AUTOTUNE=1 adds inductor max-autotune to the real models.
 set -u
 PART=${1:-1}
 LIMIT=${LIMIT:-570}          # seconds this script may use in all
@@ -74,7 +77,14 @@ gpu_tests() {   # on GPU 1 beside GPU 0's runner: forked children on CUDA, AOTIn
     echo 1 > $W/fork_ok
   fi
 }
-if [ "$PART" -le 3 ]; then
+real_models() {   # real_models GPU MODELS: benchmarks/real_models.py on that GPU alone
+  local g=$1 t; if [ "$g" = 0 ]; then t=$T0; else t=$T1; fi
+  local d=$W/real_gpu$g; mkdir -p $d
+  CUDA_VISIBLE_DEVICES=$g CUDAL1_TIMING_CPUS=$t CUDAL1_WORK_CPUS=$WORK timeout ${FIRST_S:-300} \
+    taskset -c $t,$WORK python3 benchmarks/real_models.py --models $2 --dtypes ${DTYPES:-bf16,fp32} \
+    ${MAX_AUTOTUNE:+--max-autotune} --out $d > $d/stdout.log 2>&1
+}
+if [ "$PART" != real ] && [ "$PART" -le 3 ]; then
   # GPU 1 first runs work that must have that GPU alone, then joins the runner.
   run_gpu 0 p$PART $(( $(left) - 10 )) &
   ( if [ "$PART" = 1 ]; then
@@ -86,14 +96,20 @@ if [ "$PART" -le 3 ]; then
       gpu_tests
       [ -f $W/fork_ok ] && FORK=1
     else
-      mkdir -p $W/real
-      CUDA_VISIBLE_DEVICES=1 timeout 240 python3 benchmarks/aoti_diag.py --out $W/real > $W/real/aoti_diag.log 2>&1
-      CUDA_VISIBLE_DEVICES=1 CUDAL1_TIMING_CPUS=$T1 timeout ${FIRST_S:-300} taskset -c $T1,$WORK python3 benchmarks/real_models.py \
-        --models ${MODELS:-resnet18,bert,gpt2} --dtypes ${DTYPES:-bf16,fp32} --out $W/real > $W/real/stdout.log 2>&1
+      [ -n "${AOTI_DIAG:-}" ] && mkdir -p $W/real && CUDA_VISIBLE_DEVICES=1 timeout 240 \
+        python3 benchmarks/aoti_diag.py --out $W/real > $W/real/aoti_diag.log 2>&1
+      real_models 1 ${MODELS:-resnet18,bert,gpt2}
     fi
     run_gpu 1 p$PART $(( $(left) - 10 )) ) &
   wait
-  tail -16 $W/cache_bench/stdout.log $W/real/stdout.log 2>/dev/null
+  tail -16 $W/cache_bench/stdout.log $W/real*/stdout.log 2>/dev/null
+elif [ "$PART" = real ]; then
+  # Real models on both GPUs at once (MODELS0 on GPU 0, MODELS on GPU 1), each GPU then joins
+  # the runner.
+  ( real_models 0 ${MODELS0:-resnet18}; run_gpu 0 p$PART $(( $(left) - 10 )) ) &
+  ( real_models 1 ${MODELS:-bert,gpt2}; run_gpu 1 p$PART $(( $(left) - 10 )) ) &
+  wait
+  tail -16 $W/real*/stdout.log
 else
   run_gpu 0 p$PART $(( $(left) - 10 )) &
   run_gpu 1 p$PART $(( $(left) - 10 )) &
