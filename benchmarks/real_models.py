@@ -113,8 +113,8 @@ def build(name: str, small: bool, device: str, dtype, impl: str = "auto"):
 
 
 def latency_ms(fn, inputs, device: str, reps: int = 20) -> float:
-    """Median wall milliseconds per call; the device to itself (the device lock: searches or
-    benchmark runners sharing the GPU wait while this runs)."""
+    """Median wall milliseconds per call (a synchronisation after each); the device to itself
+    (the device lock: searches or benchmark runners sharing the GPU wait while this runs)."""
     from torch_cudal1.bench.device_lock import DeviceLock
     from torch_cudal1.bench.timing_cpus import timing_cpus
     lock = DeviceLock(device)
@@ -141,6 +141,22 @@ def _latency_ms(fn, inputs, device: str, reps: int) -> float:
     return statistics.median(times)
 
 
+def interleaved(fns: dict, inputs, device: str, rounds: int = 5, reps: int = 20) -> dict:
+    """{name: [median ms of each round]}: the variants take turns, round after round, so that a
+    host that slows down or speeds up during the run (other jobs, clocks) biases none of them."""
+    per = {k: [] for k in fns}
+    for _ in range(rounds):
+        for k, fn in fns.items():
+            per[k].append(latency_ms(fn, inputs, device, reps))
+    return per
+
+
+def events_ms(fn, inputs, device: str) -> float:
+    """The arbiter's measure (its ``_time``): the harness's timed calls, warm caches."""
+    from torch_cudal1 import arbiter
+    return arbiter._time(fn, list(inputs), device).median_ms
+
+
 def cudal1_compile(model, options: dict):
     try:
         return torch.compile(model, backend="cudal1", options=options)
@@ -164,9 +180,11 @@ def cudal1_options(cache_dir: str, mode: str = "search") -> dict:
 
 
 def child_warm(args) -> int:
-    """In a fresh process: the first call against a warm cache (cache-only: no search)."""
+    """In a fresh process: the first call against a warm cache, as a user's next process makes
+    it (default mode: a hit, and the arbiter's kept decision — an inductor build where it chose
+    inductor)."""
     model, inputs, _ = build(args.model, args.small, args.device, DTYPES[args.dtype], args.impl)
-    compiled = cudal1_compile(model, cudal1_options(args.cache, "cache-only"))
+    compiled = cudal1_compile(model, cudal1_options(args.cache))
     s = first_call_s(compiled, inputs, args.device)
     print(json.dumps({"warm_start_s": s, "warm_latency_ms": latency_ms(compiled, inputs, args.device)}))
     return 0
@@ -178,24 +196,36 @@ def run_one(name: str, dtype_name: str, args) -> dict | None:
         return None
     model, inputs, impl = built
     rec = {"model": name, "impl": impl, "dtype": dtype_name, "batch": int(inputs[0].shape[0])}
-    rec["eager_ms"] = latency_ms(model, inputs, args.device)
+    fns = {"eager": model}
     torch._dynamo.reset()
-    ind = torch.compile(model)
-    rec["inductor_compile_s"] = first_call_s(ind, inputs, args.device)
-    rec["inductor_ms"] = latency_ms(ind, inputs, args.device)
+    fns["inductor"] = torch.compile(model)
+    rec["inductor_compile_s"] = first_call_s(fns["inductor"], inputs, args.device)
     if args.max_autotune:
-        torch._dynamo.reset()
-        ma = torch.compile(model, mode="max-autotune-no-cudagraphs")
-        rec["max_autotune_compile_s"] = first_call_s(ma, inputs, args.device)
-        rec["max_autotune_ms"] = latency_ms(ma, inputs, args.device)
+        fns["max_autotune"] = torch.compile(model, mode="max-autotune-no-cudagraphs")
+        rec["max_autotune_compile_s"] = first_call_s(fns["max_autotune"], inputs, args.device)
+    cache = None
     if not args.skip_cudal1:
+        from torch_cudal1.runtime import STATS
         cache = tempfile.mkdtemp(prefix="cudal1-real-")
-        torch._dynamo.reset()
-        c = cudal1_compile(model, cudal1_options(cache))
-        rec["cudal1_cold_search_s"] = first_call_s(c, inputs, args.device)
-        rec["cudal1_ms"] = latency_ms(c, inputs, args.device)
+        before = dict(STATS)
+        fns["cudal1"] = cudal1_compile(model, cudal1_options(cache))
+        rec["cudal1_cold_search_s"] = first_call_s(fns["cudal1"], inputs, args.device)
         # What the arbiter served per graph (winner / eager / inductor) and what it measured.
         rec["arbiter"] = [json.loads(p.read_text()) for p in sorted(Path(cache).rglob("serve/*.json"))]
+        rec["served"] = ",".join(a.get("winner_origin") or a["choice"] if a["choice"] == "winner"
+                                 else a["choice"] for a in rec["arbiter"]) or "-"
+        rec["cudal1_stats"] = {k: v - before.get(k, 0) for k, v in STATS.items()
+                               if isinstance(v, int) and v != before.get(k, 0)}
+    # All variants measured in this process, after every compile, taking turns.
+    rounds = interleaved(fns, inputs, args.device, rounds=args.rounds)
+    rec["rounds_ms"] = rounds
+    from torch._dynamo.utils import counters   # recompiles or graph breaks show up here
+    rec["dynamo_stats"] = {k: dict(v) for k, v in counters.items() if k in ("stats", "graph_break")}
+    for k, v in rounds.items():
+        rec[f"{k}_ms"] = statistics.median(v)
+    if args.device.startswith("cuda"):
+        rec["events_ms"] = {k: events_ms(fn, inputs, args.device) for k, fn in fns.items()}
+    if cache is not None:
         cmd = [sys.executable, __file__, "--child-warm", "--model", name, "--dtype", dtype_name,
                "--cache", cache, "--device", args.device,
                "--impl", "plain" if impl == PLAIN else "library"] + (["--small"] if args.small else [])
@@ -210,7 +240,7 @@ def run_one(name: str, dtype_name: str, args) -> dict | None:
 
 
 COLUMNS = ["model", "impl", "dtype", "batch", "eager_ms", "inductor_ms", "max_autotune_ms", "cudal1_ms",
-           "cudal1_cold_search_s", "warm_start_s"]
+           "served", "cudal1_cold_search_s", "warm_start_s", "warm_latency_ms"]
 
 
 def markdown(recs: list[dict]) -> str:
@@ -240,6 +270,7 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--max-autotune", action="store_true")
     ap.add_argument("--skip-cudal1", action="store_true")
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved latency rounds per variant")
     ap.add_argument("--small", action="store_true", help="tiny shapes (a CPU smoke run)")
     ap.add_argument("--impl", choices=("auto", "library", "plain"), default="auto",
                     help="auto: the library's module where installed, else the plain-PyTorch copy "

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from .contracts import Timing
 from .log import logger
 
 WINNER, EAGER, INDUCTOR = "winner", "eager", "inductor"
@@ -61,15 +62,40 @@ def _write_decision(store, key: str, decision: dict) -> None:
 
 
 def _time(fn, args: list, device: str):
+    """Milliseconds per call as served: the same inputs again and again, caches warm (a served
+    model's weights stay in L2 between calls; the search's cold-cache figures rank otherwise)."""
     from .bench.device_lock import DeviceLock
     from .bench.timing import time_callable
     from .bench.timing_cpus import timing_cpus
     lock = DeviceLock(device)
     try:
         with torch.no_grad(), lock.exclusive(), timing_cpus({}):
-            return time_callable(fn, [args], device, warmup=2, reps=50, min_reps=5, budget_s=1.0)
+            return time_callable(fn, [args], device, warmup=2, reps=50, min_reps=5, budget_s=0.5,
+                                 flush_l2=False)
     finally:
         lock.close()
+
+
+ROUNDS = 3
+
+
+def time_in_turns(fns: dict, args: list, device: str, rounds: int = ROUNDS) -> dict:
+    """{name: Timing}: the candidates take turns, round after round, so that a host or device that
+    drifts during the measurement biases none of them. Median of the rounds' medians; the spread
+    is the larger of the rounds' inter-quartile range and the range of their medians."""
+    per: dict = {k: [] for k in fns}
+    for _ in range(rounds):
+        for k, fn in fns.items():
+            per[k].append(_time(fn, args, device))
+    out = {}
+    for k, ts in per.items():
+        meds = sorted(t.median_ms for t in ts)
+        spreads = sorted(t.spread_ms for t in ts)
+        out[k] = Timing(median_ms=meds[len(meds) // 2],
+                        spread_ms=max(spreads[len(spreads) // 2], meds[-1] - meds[0]),
+                        n=sum(t.n for t in ts), method=ts[0].method + "_warm_interleaved",
+                        extra={"rounds_ms": [t.median_ms for t in ts]})
+    return out
 
 
 def _same(a, b) -> bool:
@@ -121,7 +147,6 @@ def serve(winner, gm, full: list, n_args: int, store, key: str, device: str):
     t0 = time.monotonic()
     with torch.no_grad():
         ref = winner(*full)
-    times = {WINNER: _time(winner, list(full), device)}
     built = {WINNER: winner}
     for name, make in alts.items():
         try:
@@ -130,15 +155,17 @@ def serve(winner, gm, full: list, n_args: int, store, key: str, device: str):
                 if not _same(fn(*full), ref):
                     logger.warning("arbiter: %s disagrees with the winner on %s; not served", name, key)
                     continue
-            times[name] = _time(fn, list(full), device)
             built[name] = fn
         except Exception as e:  # noqa: BLE001 - an alternative that fails is no alternative
             logger.info("arbiter: %s unavailable for %s (%s: %s)", name, key, type(e).__name__, e)
+    times = time_in_turns(built, list(full), device)
     w = times[WINNER]
     best = choose(times)
-    decision = {"choice": best, "ms": {k: t.median_ms for k, t in times.items()},
+    decision = {"choice": best, "winner_origin": getattr(winner, "origin", None),
+                "ms": {k: t.median_ms for k, t in times.items()},
                 "spread_ms": {k: t.spread_ms for k, t in times.items()},
-                "device": device, "seconds": round(time.monotonic() - t0, 2)}
+                "rounds_ms": {k: t.extra["rounds_ms"] for k, t in times.items()},
+                "method": w.method, "device": device, "seconds": round(time.monotonic() - t0, 2)}
     _write_decision(store, key, decision)
     if best != WINNER:
         logger.info("serving the graph %s for %s: %.4f ms here vs the search's winner %.4f ms",

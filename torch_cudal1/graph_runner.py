@@ -187,7 +187,9 @@ class GraphRunner:
             STATS["cache_hits"] += 1
         logger.info("%s %s: %s (%s)", "cache hit" if hit else "cached", entry.key,
                     entry.winner_origin, _speed(entry.meta.get("winner", {})))
-        return _as_tuple(forward)
+        call = _as_tuple(forward)
+        call.origin = entry.winner_origin   # for the arbiter's record of what it served
+        return call
 
     def _search(self, full: list, fields: dict, key: str, device: str):
         from .entry import store_search_result

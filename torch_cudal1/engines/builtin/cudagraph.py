@@ -3,9 +3,11 @@
 Launch-bound graphs spend their time in the CPU issuing kernels; replaying a captured
 ``torch.cuda.CUDAGraph`` issues them all at once. The wrapper keeps static input buffers, copies
 each call's inputs in, replays, and returns fresh clones of the outputs (the static outputs are
-overwritten by the next replay, so handing them out would alias results across calls). It
-re-captures when input shapes, strides, dtypes, devices or non-tensor values change, and runs
-the wrapped module directly off the GPU or when autograd is recording.
+overwritten by the next replay, so handing them out would alias results across calls). Tensors
+the caller passes identically call after call (weights, after AOT autograd) are read in place
+instead of copied (``graph_inputs.py``). It re-captures when input shapes, strides, dtypes,
+devices or non-tensor values change, or when a tensor it read in place is replaced, and runs the
+wrapped module directly off the GPU or when autograd is recording.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ WRAPPER = '''
 # --- cudal1 built-in: CUDA-graph replay of the ModelNew above -------------------------------
 import torch as _cudal1_torch  # noqa: E402
 import torch.utils._pytree as _cudal1_cg_pytree  # noqa: E402
+{input_plan}
 
 _Cudal1GraphInner = ModelNew
 
@@ -25,16 +28,21 @@ class ModelNew(_cudal1_torch.nn.Module):
         super().__init__()
         self.inner = _Cudal1GraphInner(*args, **kwargs)
         self._cg = None
-        self._cg_sig = None
+        self._plan = _Cudal1InputPlan()
 
     @staticmethod
-    def _sig(inputs):
+    def _sig(inputs, indices):
         return tuple((tuple(x.shape), x.stride(), x.dtype, x.device) if isinstance(x, _cudal1_torch.Tensor)
-                     else ("=", type(x).__name__, repr(x)) for x in inputs)
+                     else ("=", type(x).__name__, repr(x)) for x in (inputs[i] for i in indices))
 
-    def _capture(self, inputs, sig):
+    def _grad_needed(self):
+        return _cudal1_torch.is_grad_enabled() and any(p.requires_grad for p in self.parameters())
+
+    def _capture(self, inputs):
         self._cg = None
-        static = [x.clone() if isinstance(x, _cudal1_torch.Tensor) else x for x in inputs]
+        hold = self._plan.plan(inputs, lambda x: isinstance(x, _cudal1_torch.Tensor))
+        static = [x if i in hold or not isinstance(x, _cudal1_torch.Tensor) else x.clone()
+                  for i, x in enumerate(inputs)]
         stream = _cudal1_torch.cuda.Stream()
         stream.wait_stream(_cudal1_torch.cuda.current_stream())
         with _cudal1_torch.cuda.stream(stream):
@@ -45,27 +53,43 @@ class ModelNew(_cudal1_torch.nn.Module):
         with _cudal1_torch.cuda.graph(graph):
             out = self.inner(*static)
         leaves, spec = _cudal1_cg_pytree.tree_flatten(out)
-        self._cg = (graph, static, leaves, spec)
-        self._cg_sig = sig
+        copied = self._plan.copied
+        self._cg = (graph, static, leaves, spec, len(inputs), self._sig(inputs, copied), copied)
 
-    def forward(self, *inputs):
-        tensors = [x for x in inputs if isinstance(x, _cudal1_torch.Tensor)]
-        if not tensors or any(not x.is_cuda for x in tensors) or (
-                _cudal1_torch.is_grad_enabled() and any(p.requires_grad for p in self.parameters())):
-            return self.inner(*inputs)
-        sig = self._sig(inputs)
-        if self._cg is None or sig != self._cg_sig:
-            self._capture(inputs, sig)
-        graph, static, leaves, spec = self._cg
-        for s, x in zip(static, inputs):
+    def _replay(self, inputs):
+        graph, static, leaves, spec, _, _, copied = self._cg
+        for i in copied:
+            s = static[i]
             if isinstance(s, _cudal1_torch.Tensor):
-                s.copy_(x)
+                s.copy_(inputs[i])
         graph.replay()
         fresh = [x.clone() if isinstance(x, _cudal1_torch.Tensor) else x for x in leaves]
         return _cudal1_cg_pytree.tree_unflatten(fresh, spec)
+
+    def forward(self, *inputs):
+        cg, plan = self._cg, self._plan
+        if (cg is not None and len(inputs) == cg[4]
+                and (not plan.wants_second_look() or plan.nothing_to_hold(inputs))
+                and plan.held_match(inputs) and self._sig(inputs, cg[6]) == cg[5]
+                and not self._grad_needed()):
+            return self._replay(inputs)
+        tensors = [x for x in inputs if isinstance(x, _cudal1_torch.Tensor)]
+        if not tensors or any(not x.is_cuda for x in tensors) or self._grad_needed():
+            return self.inner(*inputs)
+        if cg is not None and len(inputs) == cg[4] and not plan.held_match(inputs):
+            plan.demote_changed(inputs)   # a tensor it read in place was replaced: copy it now
+        self._capture(inputs)
+        return self._replay(inputs)
 '''
+
+
+def _input_plan_source() -> str:
+    from pathlib import Path
+    src = (Path(__file__).with_name("graph_inputs.py")).read_text()
+    return src.replace("class InputPlan", "class _Cudal1InputPlan")
 
 
 def wrap(source: str, doc: str = "CUDA-graph replay") -> str:
     """``source`` (defining ModelNew with zero-argument ``super()``) with ModelNew wrapped."""
-    return source.rstrip() + "\n" + WRAPPER.replace("{doc}", doc)
+    return source.rstrip() + "\n" + WRAPPER.replace("{doc}", doc).replace(
+        "{input_plan}", _input_plan_source())
