@@ -144,3 +144,28 @@ def test_a_noisy_fastest_median_does_not_hide_a_clear_win():
     assert arbiter.choose(t) == "winner"         # nothing clearly faster
     t["inductor"] = Timing(0.5, 0.1, 20)
     assert arbiter.choose(t) == "inductor"
+
+
+def test_rounds_taken_in_turns_are_compared_round_by_round():
+    from torch_cudal1.contracts import Timing
+
+    def t(rounds):
+        return Timing(sorted(rounds)[len(rounds) // 2], max(rounds) - min(rounds), 50,
+                      extra={"rounds_ms": rounds})
+    # A host that sped up during the run (the last round): every spread is large, but inductor
+    # was faster than the winner in every round (ResNet-18 bf16, session 4).
+    times = {"winner": t([2.06, 2.24, 1.39]), "eager": t([2.95, 2.72, 1.89]),
+             "inductor": t([1.86, 1.86, 1.16])}
+    assert arbiter.choose(times) == "inductor"
+    # Faster in two rounds of three only: not clear, the winner stays.
+    times["inductor"] = t([1.86, 1.86, 1.45])
+    assert arbiter.choose(times) == "winner"
+    # Faster in every round but by less than the margin: the winner stays.
+    times["inductor"] = t([2.05, 2.23, 1.385])
+    assert arbiter.choose(times) == "winner"
+    # Eager and inductor both clearly faster and within the margin of each other: inductor.
+    times = {"winner": t([0.408, 0.387, 0.366]), "eager": t([0.322, 0.305, 0.291]),
+             "inductor": t([0.321, 0.310, 0.298])}
+    assert arbiter.choose(times) == "inductor"
+    times["eager"] = t([0.2, 0.19, 0.18])   # eager far ahead: eager
+    assert arbiter.choose(times) == "eager"

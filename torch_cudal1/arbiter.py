@@ -70,19 +70,20 @@ def _time(fn, args: list, device: str):
     lock = DeviceLock(device)
     try:
         with torch.no_grad(), lock.exclusive(), timing_cpus({}):
-            return time_callable(fn, [args], device, warmup=2, reps=50, min_reps=5, budget_s=0.5,
+            return time_callable(fn, [args], device, warmup=2, reps=50, min_reps=5, budget_s=0.3,
                                  flush_l2=False)
     finally:
         lock.close()
 
 
-ROUNDS = 3
+ROUNDS = 5
 
 
 def time_in_turns(fns: dict, args: list, device: str, rounds: int = ROUNDS) -> dict:
     """{name: Timing}: the candidates take turns, round after round, so that a host or device that
-    drifts during the measurement biases none of them. Median of the rounds' medians; the spread
-    is the larger of the rounds' inter-quartile range and the range of their medians."""
+    drifts during the measurement biases none of them (``choose`` compares them round by round).
+    Median of the rounds' medians; the spread is the larger of the rounds' inter-quartile range
+    and the range of their medians."""
     per: dict = {k: [] for k in fns}
     for _ in range(rounds):
         for k, fn in fns.items():
@@ -104,12 +105,35 @@ def _same(a, b) -> bool:
     return compare(a, b)[0] == "ok"
 
 
+MARGIN = 0.02   # an alternative must save at least this fraction to replace the verified winner
+
+
+def _clear_ratio(t, w) -> float | None:
+    """The alternative's time over the winner's when it is clearly faster, else None. With
+    rounds taken in turns: faster in every round (a drifting host moves both alike) and by the
+    margin at the median round; without: faster beyond its own spread."""
+    r, wr = t.extra.get("rounds_ms"), w.extra.get("rounds_ms")
+    if r and wr and len(r) == len(wr) and len(r) >= 3 and all(b > 0 for b in wr):
+        ratios = sorted(a / b for a, b in zip(r, wr))
+        return ratios[len(ratios) // 2] if ratios[-1] < 1 and ratios[len(ratios) // 2] < 1 - MARGIN else None
+    if t.median_ms + t.spread_ms < w.median_ms:
+        return t.median_ms / w.median_ms
+    return None
+
+
 def choose(times: dict) -> str:
-    """The fastest alternative among those that beat the winner by more than their own spread;
-    the winner when none does (within the noise, the verified winner stays)."""
-    w = times[WINNER].median_ms
-    clear = [k for k, t in times.items() if k != WINNER and t.median_ms + t.spread_ms < w]
-    return min(clear, key=lambda k: times[k].median_ms) if clear else WINNER
+    """The fastest alternative among those clearly faster than the winner; the winner when none
+    is (within the noise, the verified winner stays). Between alternatives within the margin of
+    each other, inductor: what ``torch.compile`` would have given the user anyway."""
+    w = times[WINNER]
+    clear = {k: r for k, t in times.items() if k != WINNER
+             for r in [_clear_ratio(t, w)] if r is not None}
+    if not clear:
+        return WINNER
+    best = min(clear, key=clear.get)
+    if INDUCTOR in clear and clear[INDUCTOR] <= clear[best] * (1 + MARGIN):
+        return INDUCTOR
+    return best
 
 
 def _alternatives(gm, args: list) -> dict:
