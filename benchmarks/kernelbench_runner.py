@@ -235,6 +235,11 @@ def run_task(row: dict, args, ceilings: dict) -> dict:
     return rec
 
 
+def _out_of_memory(rec: dict) -> bool:
+    return rec.get("status") in ("reference_failed", "harness_error") and \
+        "OutOfMemoryError" in str(rec.get("error", ""))
+
+
 def _run_task_safely(row: dict, args, ceilings: dict) -> dict:
     t0 = time.monotonic()
     try:
@@ -499,8 +504,18 @@ def main(argv=None) -> int:
                 fh.write(row["id"] + "\n")
             return row
 
+    deferred: list[dict] = []   # out of device memory beside other jobs: run alone at the end
+
+    def settle(row: dict, rec: dict) -> None:
+        if args.jobs > 1 and _out_of_memory(rec) and row not in deferred:
+            print(f"{rec['id']}: out of device memory beside other jobs; retried alone at the end",
+                  flush=True)
+            deferred.append(row)
+        else:
+            finish(rec)
+
     with ThreadPoolExecutor(max(1, args.jobs), thread_name_prefix="kb-task") as pool:
-        running: set = set()
+        running: dict = {}
         while pending or running:
             while pending and len(running) < max(1, args.jobs):
                 if args.max_seconds and time.monotonic() - started > args.max_seconds:
@@ -510,12 +525,17 @@ def main(argv=None) -> int:
                 row = claim_next()
                 if row is None:
                     break
-                running.add(pool.submit(_run_task_safely, row, args, ceilings))
+                running[pool.submit(_run_task_safely, row, args, ceilings)] = row
             if not running:
                 break
-            finished, running = wait(running, return_when=FIRST_COMPLETED)
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
             for f in finished:
-                finish(f.result())
+                settle(running.pop(f), f.result())
+    for row in deferred:   # this device to themselves now (a task cut off here is not recorded:
+        if args.max_seconds and time.monotonic() - started > args.max_seconds:   # next run's)
+            print(f"{row['id']}: not retried (--max-seconds reached); left for the next run", flush=True)
+            continue
+        finish(_run_task_safely(row, args, ceilings))
     with lock:
         summary = write_summary(rows, results, ceilings, out, args.total_tasks)
     print((out / "summary.md").read_text())

@@ -169,3 +169,37 @@ def test_rounds_taken_in_turns_are_compared_round_by_round():
     assert arbiter.choose(times) == "inductor"
     times["eager"] = t([0.2, 0.19, 0.18])   # eager far ahead: eager
     assert arbiter.choose(times) == "eager"
+
+
+def test_the_graphed_alternative_is_offered_on_gpus_only_and_falls_through_off_them(args):
+    gm = _gm()
+    assert arbiter.INDUCTOR_GRAPHED not in arbiter._alternatives(gm, args)
+    g = arbiter.graphed(gm.forward)   # off the GPU the CUDA-graph wrapper calls the function
+    torch.testing.assert_close(g(*args)[0], torch.relu(args[0] @ args[1]) * 2.0)
+
+
+@pytest.mark.gpu
+def test_inductor_replayed_as_a_cuda_graph_on_the_users_graph(tmp_path):
+    """On a GPU, a launch-bound graph: the graphed variant is offered, agrees with the winner,
+    and what is served gives fresh, correct outputs call after call."""
+    torch.manual_seed(0)
+    w = [torch.randn(64, 64, device="cuda") for _ in range(12)]
+
+    def f(x, *ws):
+        for m in ws:
+            x = torch.tanh(x @ m)
+        return (x,)
+    gm = torch.fx.symbolic_trace(f)
+    x = torch.randn(8, 64, device="cuda")
+    alts = arbiter._alternatives(gm, [x, *w])
+    assert arbiter.INDUCTOR_GRAPHED in alts
+    with torch.no_grad():
+        fn = arbiter.serve(lambda *a: f(*a), gm, [x, *w], 13, CacheStore(tmp_path), "g", "cuda:0")
+        d = json.loads((tmp_path / "serve" / "g.json").read_text())
+        assert arbiter.INDUCTOR_GRAPHED in d["ms"], d
+        outs = []
+        for _ in range(3):
+            xi = torch.randn(8, 64, device="cuda")
+            outs.append((xi, fn(xi, *w)[0]))
+        for xi, o in outs:   # earlier results unchanged by later calls
+            torch.testing.assert_close(o, f(xi, *w)[0], rtol=1e-3, atol=1e-3)

@@ -89,3 +89,35 @@ def test_server_down_mid_search_keeps_a_verified_fallback(tmp_path):
         assert res.winner.verdict.accepted and res.winner.candidate.origin == "openai:r1s0"
     finally:
         res.cleanup()
+
+
+STATEFUL = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.hidden = torch.zeros(4, 8)
+
+    def forward(self, x):
+        self.hidden = torch.tanh(x + self.hidden)   # the answer depends on every earlier call
+        return self.hidden * 2
+
+def get_inputs():
+    return [torch.randn(4, 8)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_reference_that_keeps_state_across_calls_is_refused_with_the_reason(tmp_path):
+    import pytest
+
+    from torch_cudal1.search import SearchError
+    from torch_cudal1.task import Task
+    opts = Options.resolve({"engine": "builtin", "baselines": "eager", "trials": 2, "rounds": 0,
+                            "cache_dir": str(tmp_path / "cache"), "progress": False}, env={})
+    with pytest.raises(SearchError, match="keeps state across calls"):
+        run_search(Task(STATEFUL, name="stateful"), opts, "cpu", key="s")

@@ -161,7 +161,15 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
     base_ok = [a for a in attempts if a.verdict.accepted]
     if not base_ok:
         shutil.rmtree(workroot, ignore_errors=True)
-        raise SearchError("no baseline passed verification: " + "; ".join(
+        hint = ""
+        if any(a.candidate.origin == "baseline:eager" and a.verdict.reason == "nondeterministic"
+               for a in attempts):
+            # The reference itself answers the same input differently on a second call: state it
+            # keeps across calls (a hidden state reassigned in forward) or randomness.
+            hint = (" (the reference itself gives two answers to one input: it keeps state across "
+                    "calls or draws random numbers; tasks must be functions of their inputs — "
+                    "torch.compile's path lifts module state into inputs and outputs)")
+        raise SearchError("no baseline passed verification" + hint + ": " + "; ".join(
             f"{a.candidate.origin}: {a.verdict.reason} {a.verdict.detail[:200]}" for a in attempts))
 
     complete, stop_reason, rounds_run = True, "rounds exhausted", 0
