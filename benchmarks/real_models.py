@@ -243,11 +243,23 @@ COLUMNS = ["model", "impl", "dtype", "batch", "eager_ms", "inductor_ms", "max_au
            "served", "cudal1_cold_search_s", "warm_start_s", "warm_latency_ms"]
 
 
+def paired_ratio(rec: dict) -> float | None:
+    """cudal1 over the faster of eager and inductor, round by round (the rounds were taken in
+    turns, so a host that drifts moves all three alike), median over the rounds."""
+    r = rec.get("rounds_ms") or {}
+    if not all(k in r for k in ("eager", "inductor", "cudal1")):
+        return None
+    ratios = sorted(c / min(e, i) for c, e, i in zip(r["cudal1"], r["eager"], r["inductor"]))
+    return ratios[len(ratios) // 2] if ratios else None
+
+
 def markdown(recs: list[dict]) -> str:
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    cols = COLUMNS + ["cudal1 / best (paired)"]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in recs:
+        r = dict(r, **{"cudal1 / best (paired)": paired_ratio(r)})
         lines.append("| " + " | ".join(f"{r[c]:.3f}" if isinstance(r.get(c), float) else str(r.get(c, "-"))
-                                       for c in COLUMNS) + " |")
+                                       for c in cols) + " |")
     return "\n".join(lines) + "\n"
 
 
