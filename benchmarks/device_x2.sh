@@ -21,7 +21,8 @@
 # ORDER=--interleave (default) alternates levels so each call covers levels 1, 2 and 3.
 # Parts 3 and real: MODELS=bert,gpt2 DTYPES=bf16 pick the real models (about 150 s each per
 # dtype), FIRST_S bounds them (default 300 s); AOTI_DIAG=1 adds part 3's AOTInductor diagnosis;
-# MAX_AUTOTUNE=1 adds inductor max-autotune to the real models.
+# MAX_AUTOTUNE=1 adds inductor max-autotune to the real models, GRAPHED=1 cudal1 with the
+# arbiter's CUDA-graph alternative (arbitrate_cudagraph).
 set -u
 PART=${1:-1}
 LIMIT=${LIMIT:-570}          # seconds this script may use in all
@@ -83,7 +84,7 @@ real_models() {   # real_models GPU MODELS: benchmarks/real_models.py on that GP
   local d=$W/real_gpu$g; mkdir -p $d
   CUDA_VISIBLE_DEVICES=$g CUDAL1_TIMING_CPUS=$t CUDAL1_WORK_CPUS=$WORK timeout ${FIRST_S:-300} \
     taskset -c $t,$WORK python3 benchmarks/real_models.py --models $2 --dtypes ${DTYPES:-bf16,fp32} \
-    ${MAX_AUTOTUNE:+--max-autotune} --out $d > $d/stdout.log 2>&1
+    ${MAX_AUTOTUNE:+--max-autotune} ${GRAPHED:+--graphed} --out $d > $d/stdout.log 2>&1
 }
 if [ "$PART" != real ] && [ "$PART" -le 3 ]; then
   # GPU 1 first runs work that must have that GPU alone, then joins the runner.

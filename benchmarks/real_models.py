@@ -216,6 +216,14 @@ def run_one(name: str, dtype_name: str, args) -> dict | None:
                                  else a["choice"] for a in rec["arbiter"]) or "-"
         rec["cudal1_stats"] = {k: v - before.get(k, 0) for k, v in STATS.items()
                                if isinstance(v, int) and v != before.get(k, 0)}
+        if args.graphed and args.device.startswith("cuda"):
+            # The same cache (a hit): the arbiter decides again with inductor's code replayed as
+            # a CUDA graph on offer too.
+            fns["cudal1_graphed"] = cudal1_compile(
+                model, dict(cudal1_options(cache), arbitrate_cudagraph=True))
+            rec["cudal1_graphed_first_call_s"] = first_call_s(fns["cudal1_graphed"], inputs, args.device)
+            rec["arbiter_graphed"] = [json.loads(p.read_text())
+                                      for p in sorted(Path(cache).rglob("serve/*.json"))]
     # All variants measured in this process, after every compile, taking turns.
     rounds = interleaved(fns, inputs, args.device, rounds=args.rounds)
     rec["rounds_ms"] = rounds
@@ -240,7 +248,7 @@ def run_one(name: str, dtype_name: str, args) -> dict | None:
 
 
 COLUMNS = ["model", "impl", "dtype", "batch", "eager_ms", "inductor_ms", "max_autotune_ms", "cudal1_ms",
-           "served", "cudal1_cold_search_s", "warm_start_s", "warm_latency_ms"]
+           "cudal1_graphed_ms", "served", "cudal1_cold_search_s", "warm_start_s", "warm_latency_ms"]
 
 
 def paired_ratio(rec: dict) -> float | None:
@@ -283,6 +291,8 @@ def main(argv=None) -> int:
     ap.add_argument("--max-autotune", action="store_true")
     ap.add_argument("--skip-cudal1", action="store_true")
     ap.add_argument("--rounds", type=int, default=5, help="interleaved latency rounds per variant")
+    ap.add_argument("--graphed", action="store_true",
+                    help="also cudal1 with arbitrate_cudagraph (GPU): its own column, cudal1_graphed_ms")
     ap.add_argument("--small", action="store_true", help="tiny shapes (a CPU smoke run)")
     ap.add_argument("--impl", choices=("auto", "library", "plain"), default="auto",
                     help="auto: the library's module where installed, else the plain-PyTorch copy "

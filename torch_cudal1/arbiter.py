@@ -84,13 +84,15 @@ ROUNDS = 5
 
 def time_in_turns(fns: dict, args: list, device: str, rounds: int = ROUNDS) -> dict:
     """{name: Timing}: the candidates take turns, round after round, so that a host or device that
-    drifts during the measurement biases none of them (``choose`` compares them round by round).
+    drifts during the measurement biases none of them (``choose`` compares them round by round),
+    each round starting with the next one.
     Median of the rounds' medians; the spread is the larger of the rounds' inter-quartile range
     and the range of their medians."""
     per: dict = {k: [] for k in fns}
-    for _ in range(rounds):
-        for k, fn in fns.items():
-            per[k].append(_time(fn, args, device))
+    names = list(fns)
+    for r in range(rounds):   # the order turns too: going first in a round is no advantage
+        for k in names[r % len(names):] + names[:r % len(names)]:
+            per[k].append(_time(fns[k], args, device))
     out = {}
     for k, ts in per.items():
         meds = sorted(t.median_ms for t in ts)
@@ -182,6 +184,10 @@ def serve(winner, gm, full: list, n_args: int, store, key: str, device: str,
     args = list(full[:n_args])
     alts = _alternatives(gm, args, graphed)
     decision = read_decision(store, key)
+    if decision is not None and not set(alts) <= set(decision.get("considered", alts)):
+        decision = None   # an alternative it never considered (e.g. arbitrate_cudagraph turned on)
+    if decision is not None and decision.get("choice", WINNER) not in set(alts) | {WINNER}:
+        decision = None   # its choice is not on offer here (arbitrate_cudagraph turned off)
     if decision is not None:
         choice = decision.get("choice", WINNER)
         if choice in alts:
@@ -209,6 +215,7 @@ def serve(winner, gm, full: list, n_args: int, store, key: str, device: str,
     w = times[WINNER]
     best = choose(times)
     decision = {"choice": best, "winner_origin": getattr(winner, "origin", None),
+                "considered": sorted(alts),
                 "ms": {k: t.median_ms for k, t in times.items()},
                 "spread_ms": {k: t.spread_ms for k, t in times.items()},
                 "rounds_ms": {k: t.extra["rounds_ms"] for k, t in times.items()},
