@@ -112,12 +112,29 @@ def get_init_inputs():
 '''
 
 
-def test_a_reference_that_keeps_state_across_calls_is_refused_with_the_reason(tmp_path):
+def _stateful_opts(tmp_path):
+    return Options.resolve({"engine": "builtin", "baselines": "eager", "trials": 2, "rounds": 0,
+                            "cache_dir": str(tmp_path / "cache"), "progress": False}, env={})
+
+
+def test_a_reference_that_keeps_state_in_a_tensor_attribute_is_searched(tmp_path):
+    from torch_cudal1.task import Task
+    res = run_search(Task(STATEFUL, name="stateful"), _stateful_opts(tmp_path), "cpu", key="s")
+    try:
+        assert res.winner is not None and res.winner.verdict.accepted
+        assert res.winner.verdict.stats.get("stateful") is True
+    finally:
+        res.cleanup()
+
+
+def test_state_the_verifier_cannot_put_back_is_refused_with_the_reason(tmp_path):
     import pytest
 
     from torch_cudal1.search import SearchError
     from torch_cudal1.task import Task
-    opts = Options.resolve({"engine": "builtin", "baselines": "eager", "trials": 2, "rounds": 0,
-                            "cache_dir": str(tmp_path / "cache"), "progress": False}, env={})
+    in_a_list = STATEFUL.replace("self.hidden = torch.zeros(4, 8)", "self.h = [torch.zeros(4, 8)]")
+    in_a_list = in_a_list.replace("self.hidden = torch.tanh(x + self.hidden)",
+                                  "self.h[0] = torch.tanh(x + self.h[0])")
+    in_a_list = in_a_list.replace("return self.hidden * 2", "return self.h[0] * 2")
     with pytest.raises(SearchError, match="keeps state across calls"):
-        run_search(Task(STATEFUL, name="stateful"), opts, "cpu", key="s")
+        run_search(Task(in_a_list, name="stateful_list"), _stateful_opts(tmp_path), "cpu", key="l")

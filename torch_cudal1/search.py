@@ -167,8 +167,9 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
             # The reference itself answers the same input differently on a second call: state it
             # keeps across calls (a hidden state reassigned in forward) or randomness.
             hint = (" (the reference itself gives two answers to one input: it keeps state across "
-                    "calls or draws random numbers; tasks must be functions of their inputs — "
-                    "torch.compile's path lifts module state into inputs and outputs)")
+                    "calls where the verifier cannot put it back — only buffers and tensor "
+                    "attributes are — or draws random numbers; torch.compile's path lifts module "
+                    "state into inputs and outputs)")
         raise SearchError("no baseline passed verification" + hint + ": " + "; ".join(
             f"{a.candidate.origin}: {a.verdict.reason} {a.verdict.detail[:200]}" for a in attempts))
 

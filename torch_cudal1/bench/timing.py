@@ -99,13 +99,17 @@ def _pick_checks(total_hint: int, n_checks: int, rng: random.Random) -> set[int]
 def time_callable(fn, input_sets: list[list], device: str = "cpu", *, warmup: int = 3,
                   reps: int = 200, min_reps: int = 10, budget_s: float = 2.0,
                   rel_spread: float = 0.05, check=None, n_checks: int = 3,
-                  cuda_graph: bool = False, flush_l2: bool = True) -> Timing:
+                  cuda_graph: bool = False, flush_l2: bool = True, before=None) -> Timing:
     """Median milliseconds of ``fn(*inputs)``, rotating through ``input_sets``.
 
-    Raises ``CheckFailed`` when ``check`` rejects an output seen during timing."""
+    ``before()``, when given, runs ahead of every call, outside the timed region (a stateful
+    task's state put back). Raises ``CheckFailed`` when ``check`` rejects an output seen during
+    timing."""
     cuda = str(device).startswith("cuda")
     rng = random.Random()
     for i in range(warmup):
+        if before is not None:
+            before()
         fn(*input_sets[i % len(input_sets)])
     checks = _pick_checks(max(min_reps, 1), n_checks, rng) if check else set()
     samples: list[float] = []
@@ -120,6 +124,8 @@ def time_callable(fn, input_sets: list[list], device: str = "cpu", *, warmup: in
     i = 0
     while i < reps:
         inputs = input_sets[i % len(input_sets)]
+        if before is not None:
+            before()
         if cuda and clock is not None:
             out, synced_ms, events_ms = clock.time_call_cuda(
                 fn, tuple(inputs), flusher.buf if flusher is not None else no_flush,

@@ -40,6 +40,7 @@ from . import guards, sandbox  # noqa: E402
 from .compare import check_real_tensor, compare, flatten_outputs  # noqa: E402
 from .errors import classify_exception  # noqa: E402
 from .runner import CANDIDATE_FILE, REAL_INPUTS_FILE, REQUEST_FILE, RESULT_FILE  # noqa: E402
+from .state import ModuleState  # noqa: E402
 from ..bench.device_lock import DeviceLock  # noqa: E402
 from ..bench.timing_cpus import timing_cpus  # noqa: E402
 from ..bench.timing import CheckFailed, time_callable  # noqa: E402
@@ -163,6 +164,7 @@ class Harness:
         self.seen_shapes: set = set()
         self.check_stride = bool(req.get("check_stride", False))
         self.lock = DeviceLock("cpu", directory="")   # inactive until run() knows the device
+        self.stateful = False   # the reference keeps state across calls (_detect_state)
 
     # -- helpers ------------------------------------------------------------------------------
     def cmp(self, native, got, hi):
@@ -194,10 +196,14 @@ class Harness:
             return self._reference(inputs)
 
     def _reference(self, inputs):
+        if self.stateful:   # every call from the state at construction (verify/state.py)
+            self.ref_state.restore()
         with _reference_precision(self.precision):
             native = self.ref(*_clone(inputs))
         hi = None
         if self.ref_hi is not None:
+            if self.stateful:
+                self.hi_state.restore()
             try:
                 hi = self.ref_hi(*_upcast(_clone(inputs)))
             except Exception:  # noqa: BLE001 - an op without float64: native is the reference
@@ -217,6 +223,8 @@ class Harness:
         threads = set(threading.enumerate())
         self.poison()
         keep = _clone(inputs)
+        if self.stateful:
+            self.new_state.restore()
         try:
             out = self.new(*inputs)
             snap = _snapshot(out)
@@ -339,6 +347,8 @@ class Harness:
             raise Reject(reason, f"ModelNew(*init): {detail}") from None
         self.phases["build_s"] = time.monotonic() - t0
         self.guard("after construction")
+        self.ref_state, self.new_state = ModuleState(self.ref), ModuleState(self.new)
+        self.hi_state = ModuleState(self.ref_hi)
         with torch.no_grad():
             with self.lock.shared():   # all of verification's device work, not only the calls
                 result = self._verify()
@@ -373,6 +383,7 @@ class Harness:
         if self.req.get("real_inputs"):
             draws.append([_to(x, self.device) for x in _load_real_inputs(self.wd)])
         self.worst = 0.0
+        self._detect_state(draws[0])
         expected, outs = [], []
         for k, inputs in enumerate(draws):
             got = self.call(inputs, f"draw {k}")
@@ -411,12 +422,48 @@ class Harness:
                              "result")
         self.refill_check("before timing")
         self.rng_check()
+        if self.stateful:
+            self.evolution_check()
         self.phases["verify_s"] = time.monotonic() - t0
         return {"verdict": Verdict.ok(f"{len(draws)} input draws match; anti-caching checks pass",
                                       rel_error=self.worst, trials=len(draws),
                                       reference="float64" if self.ref_hi is not None else "native",
-                                      checker="native" if self.checker is not None else "python"
-                                      ).to_json()}
+                                      checker="native" if self.checker is not None else "python",
+                                      stateful=self.stateful).to_json()}
+
+    def _detect_state(self, inputs) -> None:
+        """A reference that answers one input differently on a second call, and as the first
+        time once its state at construction is put back, keeps state across calls: from here on
+        every call, the candidate's too, starts from the state at construction."""
+        if not self.ref_state:
+            return
+        first, second = self.reference(inputs), self.reference(inputs)
+        if self.cmp(first[0], second[0], first[1])[0] != "ok":
+            self.ref_state.restore()
+            self.hi_state.restore()
+            again = self.reference(inputs)
+            self.stateful = self.cmp(first[0], again[0], first[1])[0] == "ok"
+        self.ref_state.restore()
+        self.hi_state.restore()
+
+    def evolution_check(self) -> None:
+        """A task that keeps state: the draws in sequence, each side carrying its state from
+        call to call as it would when served — a candidate that ignores the state, or updates it
+        differently, answers the second call differently."""
+        self.ref_state.restore()
+        self.hi_state.restore()
+        self.new_state.restore()
+        self.stateful = False   # no putting back between these calls
+        try:
+            for k, inputs in enumerate(self.draws):
+                exp = self.reference(inputs)
+                got = self.call(inputs, f"draw {k} in sequence")
+                reason, detail, stats = self.cmp(exp[0], got, exp[1])
+                if reason != "ok":
+                    raise Reject(reason, f"state carried across calls, draw {k} in sequence: "
+                                         f"{detail}", **stats)
+        finally:
+            self.stateful = True
 
     def refill_check(self, when: str) -> None:
         """Refill draw 0's buffers in place with new contents, keeping their addresses, shapes
@@ -486,6 +533,7 @@ class Harness:
 
         try:
             timing = time_callable(self.new, self.draws, self.device, check=check,
+                                   before=self.new_state.restore if self.stateful else None,
                                    cuda_graph=bool(self.req.get("cuda_graph")),
                                    budget_s=float(self.req.get("time_budget_s", 2.0)))
         except CheckFailed as e:

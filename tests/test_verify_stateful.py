@@ -1,0 +1,89 @@
+"""A reference that keeps state across calls (a recurrent cell reassigning its hidden state, as
+KernelBench L3_33): each call is checked from the state at construction, and the draws in
+sequence must carry the state forward as the reference does."""
+import pytest
+
+from torch_cudal1.contracts import Candidate
+from torch_cudal1.task import Task
+from torch_cudal1.verify import evaluate
+
+TASK = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.hidden = torch.randn(4, n)
+        self.lin = nn.Linear(2 * n, n)
+
+    def forward(self, x):
+        self.hidden = torch.tanh(self.lin(torch.cat((x, self.hidden), dim=1)))
+        return self.hidden * 2
+
+def get_inputs():
+    return [torch.randn(4, 8)]
+
+def get_init_inputs():
+    return [8]
+'''
+
+HEAD = '''
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.hidden = torch.randn(4, n)
+        self.lin = nn.Linear(2 * n, n)
+'''
+
+HONEST = HEAD + '''
+    def forward(self, x):
+        # the same cell with the concatenation split into two products
+        n = x.shape[1]
+        w = self.lin.weight
+        h = torch.tanh(torch.addmm(self.lin.bias, x, w[:, :n].t()) + self.hidden @ w[:, n:].t())
+        self.hidden = h
+        return h + h
+'''
+
+IGNORES_STATE = HEAD + '''
+    def forward(self, x):   # right from the initial state, never moves on
+        return torch.tanh(self.lin(torch.cat((x, self.hidden), dim=1))) * 2
+'''
+
+WRONG_UPDATE = HEAD + '''
+    def forward(self, x):
+        h = torch.tanh(self.lin(torch.cat((x, self.hidden), dim=1)))
+        self.hidden = h * 0.5   # carries a different state forward
+        return h * 2
+'''
+
+
+@pytest.fixture(scope="module")
+def task():
+    return Task(TASK, name="stateful_cell")
+
+
+def test_an_honest_stateful_candidate_is_accepted_and_timed(task):
+    verdict, timing = evaluate(task, Candidate(HONEST, "test:honest"), device="cpu", trials=2,
+                               time_it=True)
+    assert verdict.accepted, verdict
+    assert verdict.stats.get("stateful") is True
+    assert timing is not None and timing.median_ms > 0
+
+
+@pytest.mark.parametrize("source", [IGNORES_STATE, WRONG_UPDATE], ids=["ignores", "wrong_update"])
+def test_a_candidate_that_does_not_carry_the_state_forward_is_rejected(task, source):
+    verdict, _ = evaluate(task, Candidate(source, "test:bad"), device="cpu", trials=2, time_it=False)
+    assert not verdict.accepted and verdict.reason == "mismatch", verdict
+    assert "in sequence" in verdict.detail
+
+
+def test_the_reference_itself_passes_as_its_own_candidate(task):
+    src = TASK.replace("class Model(", "class ModelNew(")
+    verdict, _ = evaluate(task, Candidate(src, "baseline:eager"), device="cpu", trials=2,
+                          time_it=False)
+    assert verdict.accepted, verdict
