@@ -179,8 +179,9 @@ def _on_own_inputs(fn, n: int):
 
 def serve(winner, gm, full: list, n_args: int, store, key: str, device: str,
           graphed: bool = False):
-    """The implementation to serve for this graph: ``winner`` (the runner's), or the user's
-    graph eagerly or through inductor when one of those is faster here."""
+    """The implementation to serve for this graph (``choose``): the user's graph through
+    inductor, or the runner's ``winner``, the user's graph eagerly (or, with ``graphed``,
+    inductor's code replayed as a CUDA graph) where one of those is clearly faster here."""
     args = list(full[:n_args])
     alts = _alternatives(gm, args, graphed)
     decision = read_decision(store, key)
