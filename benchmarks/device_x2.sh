@@ -6,7 +6,7 @@
 #           there (forked children if those passed), beside it on GPU 0
 #   part 3: where AOTInductor candidates fail on a GPU (benchmarks/aoti_diag.py), real models on
 #           GPU 1, then the runner there, beside it on GPU 0
-#   part real: GPU tests of the CUDA-graph wrapper, then real models on both GPUs (MODELS0 on
+#   part real: GPU tests of the CUDA-graph wrapper and the arbiter, then real models on both GPUs (MODELS0 on
 #           GPU 0, MODELS on GPU 1), then the runner
 #   part 4+: the runner on both GPUs
 # FORK=1 runs the runner's verifier children from the fork-server template (part 2 sets it for
@@ -109,7 +109,7 @@ elif [ "$PART" = real ]; then
   # Real models on both GPUs at once (MODELS0 on GPU 0, MODELS on GPU 1), each GPU then joins
   # the runner.
   ( CUDA_VISIBLE_DEVICES=0 timeout 150 python3 -m pytest -m gpu -q -p no:cacheprovider \
-      tests/test_graph_inputs.py tests/test_builtin_engine.py > $W/gpu_tests_real.log 2>&1
+      tests/test_graph_inputs.py tests/test_builtin_engine.py tests/test_arbiter.py > $W/gpu_tests_real.log 2>&1
     real_models 0 ${MODELS0:-resnet18}; run_gpu 0 p$PART $(( $(left) - 10 )) ) &
   ( real_models 1 ${MODELS:-bert,gpt2}; run_gpu 1 p$PART $(( $(left) - 10 )) ) &
   wait
