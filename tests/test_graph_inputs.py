@@ -33,6 +33,8 @@ def test_a_replaced_weight_is_copied_from_then_on():
     assert not plan.held_match([torch.randn(2, 4), other, b])
     plan.demote_changed([torch.randn(2, 4), other, b])
     assert plan.plan([torch.randn(2, 4), other, b], _is_tensor) == {2}
+    # Fewer inputs, or another kind where a tensor was held: nothing out of range is held.
+    assert plan.plan([torch.randn(2, 4), 3], _is_tensor) == set()
     w.data = torch.zeros(4, 4)   # the same object pointed at other memory counts as replaced
     plan2 = InputPlan()
     plan2.plan([w], _is_tensor)

@@ -37,7 +37,7 @@ class InputPlan:
                     if r is not None and len(first) == len(inputs) and r() is x}
         else:
             hold = {i for i, _, _ in self.held}
-        hold -= self.demoted
+        hold = {i for i in hold - self.demoted if i < len(inputs) and is_tensor(inputs[i])}
         self.held = tuple((i, inputs[i], inputs[i].data_ptr()) for i in sorted(hold))
         self.copied = tuple(i for i in range(len(inputs)) if i not in hold)
         return hold
