@@ -21,6 +21,7 @@
 # ORDER=--interleave (default) alternates levels so each call covers levels 1, 2 and 3.
 # Parts 3 and real: MODELS=bert,gpt2 DTYPES=bf16 pick the real models (about 150 s each per
 # dtype), FIRST_S bounds them (default 300 s); AOTI_DIAG=1 adds part 3's AOTInductor diagnosis;
+# RETRY=1 runs again the tasks whose latest record is a failure (of the harness, since fixed).
 # MAX_AUTOTUNE=1 adds inductor max-autotune to the real models, GRAPHED=1 cudal1 with the
 # arbiter's CUDA-graph alternative (arbitrate_cudagraph).
 set -u
@@ -47,7 +48,7 @@ run_gpu() {   # run_gpu GPU TAG SECONDS: one runner on one GPU, on the shared qu
   CUDA_VISIBLE_DEVICES=$g TORCHINDUCTOR_COMPILE_THREADS=2 CUDAL1_VERIFY_FORKSERVER=${FORK:-auto} \
     CUDAL1_TIMING_CPUS=$t CUDAL1_WORK_CPUS=$WORK timeout -s TERM $secs \
     python3 benchmarks/kernelbench_runner.py --data $CUDAL1_KERNELBENCH --device cuda ${ORDER---interleave} \
-      --claim $tag --jobs ${JOBS:-4} --task-timeout 400 --max-seconds $(( secs - 150 )) \
+      --claim $tag --jobs ${JOBS:-4} --task-timeout 400 --max-seconds $(( secs - 150 )) ${RETRY:+--retry-failed} \
       --out $R/kernelbench > $W/runner_${tag}_gpu$g.log 2>&1
 }
 summary() {

@@ -92,3 +92,27 @@ def test_a_task_out_of_device_memory_beside_others_is_retried_alone(tmp_path, mo
     assert recs["L1_2"]["status"] == "ok" and len(recs) == 3
     retry = [n for i, n in seen if i == "L1_2"]
     assert len(retry) == 2 and retry[1] == 1, seen   # the second run had the device alone
+
+
+def test_retry_failed_runs_again_only_the_tasks_whose_latest_record_is_a_failure(tmp_path, monkeypatch):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import kernelbench_runner as kb
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps({"level_id": 3, "task_id": i, "ref_code": "x = 1\n"}) + "\n"
+                            for i in (1, 2)))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "ceilings.json").write_text(json.dumps({"device": "cpu", "bandwidth_Bps": 1e10,
+                                                   "peak_flops": 1e11}))
+    ok = {"level": 3, "status": "ok", "eager_ms": 1.0, "inductor_ms": 1.0, "builtin_ms": 1.0,
+          "builtin_correct": True, "seconds": 0.1}
+    (out / "results.jsonl").write_text(
+        json.dumps({"id": "L3_1", "level": 3, "status": "reference_failed", "error": "x"}) + "\n"
+        + json.dumps(dict(ok, id="L3_2")) + "\n")
+    ran = []
+    monkeypatch.setattr(kb, "run_task", lambda row, a, c: ran.append(row["id"]) or dict(ok, id=row["id"]))
+    kb.main(["--data", str(data), "--device", "cpu", "--out", str(out), "--no-replay"])
+    assert ran == []                                   # without the flag a failure counts as done
+    kb.main(["--data", str(data), "--device", "cpu", "--out", str(out), "--no-replay", "--retry-failed"])
+    assert ran == ["L3_1"]
+    assert kb.read_results(out / "results.jsonl")["L3_1"]["status"] == "ok"
