@@ -191,17 +191,17 @@ class Harness:
             except Exception:  # noqa: BLE001 - best effort
                 pass
 
-    def reference(self, inputs):
+    def reference(self, inputs, hi: bool = True):
         with self.lock.shared():   # other processes' timings on this device wait for it
-            return self._reference(inputs)
+            return self._reference(inputs, hi)
 
-    def _reference(self, inputs):
+    def _reference(self, inputs, want_hi: bool = True):
         if self.stateful:   # every call from the state at construction (verify/state.py)
             self.ref_state.restore()
         with _reference_precision(self.precision):
             native = self.ref(*_clone(inputs))
         hi = None
-        if self.ref_hi is not None:
+        if self.ref_hi is not None and want_hi:
             if self.stateful:
                 self.hi_state.restore()
             try:
@@ -223,9 +223,9 @@ class Harness:
         threads = set(threading.enumerate())
         self.poison()
         keep = _clone(inputs)
-        if self.stateful:
-            self.new_state.restore()
         try:
+            if self.stateful:
+                self.new_state.restore()
             out = self.new(*inputs)
             snap = _snapshot(out)
             _sync(self.device)
@@ -347,8 +347,9 @@ class Harness:
             raise Reject(reason, f"ModelNew(*init): {detail}") from None
         self.phases["build_s"] = time.monotonic() - t0
         self.guard("after construction")
-        self.ref_state, self.new_state = ModuleState(self.ref), ModuleState(self.new)
-        self.hi_state = ModuleState(self.ref_hi)
+        # The reference's state as constructed (buffers, tensor attributes); the candidate's only
+        # once the reference proves stateful (_detect_state), before its first call.
+        self.ref_state, self.hi_state = ModuleState(self.ref), ModuleState(self.ref_hi)
         with torch.no_grad():
             with self.lock.shared():   # all of verification's device work, not only the calls
                 result = self._verify()
@@ -437,14 +438,17 @@ class Harness:
         every call, the candidate's too, starts from the state at construction."""
         if not self.ref_state:
             return
-        first, second = self.reference(inputs), self.reference(inputs)
-        if self.cmp(first[0], second[0], first[1])[0] != "ok":
+        first, second = self.reference(inputs, hi=False), self.reference(inputs, hi=False)
+        if self.cmp(first[0], second[0], None)[0] != "ok":
             self.ref_state.restore()
-            self.hi_state.restore()
-            again = self.reference(inputs)
-            self.stateful = self.cmp(first[0], again[0], first[1])[0] == "ok"
+            again = self.reference(inputs, hi=False)
+            if self.cmp(first[0], again[0], None)[0] == "ok":
+                try:
+                    self.new_state = ModuleState(self.new)
+                except Exception as e:  # noqa: BLE001 - untrusted code
+                    raise Reject("error", f"reading the candidate's state: {e}") from None
+                self.stateful = True
         self.ref_state.restore()
-        self.hi_state.restore()
 
     def evolution_check(self) -> None:
         """A task that keeps state: the draws in sequence, each side carrying its state from
