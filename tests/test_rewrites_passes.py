@@ -53,6 +53,11 @@ CASES = {
                                  "[torch.randn(4, 1, 3)]"),
                            "aten._softmax"),
     "cse": (_task("x):\n        return torch.exp(x) + torch.exp(x)", "[torch.randn(4, 5)]"), None),
+    "fused_attention": (_task("q, k, v, m):\n        s = torch.bmm(q, k.transpose(1, 2)) / 4.0 + m\n"
+                              "        return torch.bmm(torch.softmax(s, dim=-1), v)",
+                              "[torch.randn(6, 10, 16), torch.randn(6, 12, 16), torch.randn(6, 12, 16),"
+                              " torch.randn(1, 10, 12)]"),
+                        "aten._softmax"),
     "dead_code": (_task("x):\n        unused = torch.exp(x)\n        return x * 2", "[torch.randn(4, 5)]"),
                   "aten.exp"),
 }
@@ -138,3 +143,45 @@ def test_noop_dropout_on_a_task_graph():
     assert "aten.dropout.default" not in _ops(result.gm)
     x = torch.randn(4, 5)
     torch.testing.assert_close(result.gm(x)[0], x * 2)
+
+
+def test_multihead_attention_becomes_one_fused_attention_call():
+    """nn.MultiheadAttention (its averaged weights unused): the scores matrix is never built."""
+    task = _task("x):\n        out, _ = self.attn(x, x, x)\n        return out",
+                 "[torch.randn(40, 2, 32)]", init_body="        self.attn = nn.MultiheadAttention(32, 4)")
+    traced = trace_task(task, "cpu")
+    result = apply_rewrites(traced.gm)
+    assert "fused_attention" in result.fired, result.counts
+    ops = _ops(result.gm)
+    assert "aten.scaled_dot_product_attention.default" in ops and "aten._softmax.default" not in ops
+    _check_same(task, traced, result.gm)
+
+
+@pytest.mark.parametrize("forward", [
+    # the probabilities are an output too: the matrix must be built anyway
+    "q, k, v):\n        p = torch.softmax(torch.bmm(q, k.transpose(1, 2)), dim=-1)\n"
+    "        return torch.bmm(p, v), p",
+    # softmax over another dim is not attention
+    "q, k, v):\n        return torch.bmm(torch.softmax(torch.bmm(q, k.transpose(1, 2)), dim=1), v)",
+])
+def test_attention_that_is_not_the_pattern_is_left_alone(forward):
+    task = _task(forward, "[torch.randn(2, 8, 4), torch.randn(2, 8, 4), torch.randn(2, 8, 4)]")
+    result = apply_rewrites(trace_task(task, "cpu").gm)
+    assert "fused_attention" not in result.fired, result.counts
+
+
+def test_causal_attention_in_four_dims_becomes_one_fused_attention_call():
+    """minGPT's attention: 4-D heads, a scale, masked_fill(-inf) with a causal buffer."""
+    body = ("        self.register_buffer('bias', torch.tril(torch.ones(16, 16)).view(1, 1, 16, 16))")
+    fwd = ("q, k, v):\n        T = q.size(-2)\n"
+           "        att = (q @ k.transpose(-2, -1)) * (1.0 / 8.0)\n"
+           "        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float('-inf'))\n"
+           "        return torch.softmax(att, dim=-1) @ v")
+    task = _task(fwd, "[torch.randn(2, 3, 16, 8), torch.randn(2, 3, 16, 8), torch.randn(2, 3, 16, 8)]",
+                 init_body=body)
+    traced = trace_task(task, "cpu")
+    result = apply_rewrites(traced.gm)
+    assert "fused_attention" in result.fired, result.counts
+    ops = _ops(result.gm)
+    assert "aten._softmax.default" not in ops and "aten.masked_fill.Scalar" not in ops, result.gm.code
+    _check_same(task, traced, result.gm)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import torch.fx as fx
 
-from . import cleanup, cse, diag, matrix_chain, outputs, size_one, value_range
+from . import attention, cleanup, cse, diag, matrix_chain, outputs, size_one, value_range
 from ._util import dead_code
 
 # (name, pass, counts as removing work)
@@ -23,6 +23,7 @@ PASSES = [
     ("cse", cse.run, True),
     ("diag_broadcast", diag.run, True),
     ("matrix_chain", matrix_chain.run, True),
+    ("fused_attention", attention.run, True),
     ("value_range", value_range.run, True),
     ("size_one_reduction", size_one.run, True),
 ]
