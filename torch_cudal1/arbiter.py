@@ -120,7 +120,8 @@ def _clear_ratio(t, w) -> float | None:
     r, wr = t.extra.get("rounds_ms"), w.extra.get("rounds_ms")
     if r and wr and len(r) == len(wr) and len(r) >= 3 and all(b > 0 for b in wr):
         ratios = sorted(a / b for a, b in zip(r, wr))
-        return ratios[len(ratios) // 2] if ratios[-1] < 1 and ratios[len(ratios) // 2] < 1 - MARGIN else None
+        median = ratios[len(ratios) // 2]
+        return median if ratios[-1] < 1 and median < 1 - MARGIN else None
     if t.median_ms + t.spread_ms < w.median_ms:
         return t.median_ms / w.median_ms
     return None

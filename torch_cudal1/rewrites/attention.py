@@ -88,21 +88,29 @@ def _lead(shape, last2):
     return tuple(shape[:-2]) + tuple(last2)
 
 
+def _merged(shape) -> tuple:
+    """``shape`` with its leading dims merged into one: what a 3-D ``bmm`` sees of it."""
+    n = 1
+    for d in shape[:-2]:
+        n *= d
+    return (n,) + tuple(shape[-2:])
+
+
 def _match(out: fx.Node):
     """(q, k_t, v, mask, scale) in the softmax's rank for ``out = bmm(P, v)``, else None."""
     if not _call(out, aten.bmm.default):
         return None
     p3, v3 = out.args[:2]
-    while _call(p3, *_RESHAPES) and _single_use(p3):
-        p3 = p3.args[0]
     probs = p3
+    while _call(probs, *_RESHAPES) and _single_use(probs):
+        probs = probs.args[0]
     if not _single_use(probs):
         return None
     scores = _last_dim_softmax(probs)
     if scores is None or not _single_use(scores):
         return None
     shape = tuple(val(probs).shape)
-    if len(shape) not in (3, 4):
+    if len(shape) not in (3, 4) or tuple(val(p3).shape) != _merged(shape):
         return None
     mask = None
     if _call(scores, aten.add.Tensor) and len(scores.args) == 2 and not scores.kwargs:
@@ -130,7 +138,7 @@ def _match(out: fx.Node):
         return None
     while _call(scores, *_RESHAPES) and _single_use(scores):
         scores = scores.args[0]
-    if not _call(scores, aten.bmm.default):
+    if not _call(scores, aten.bmm.default) or tuple(val(scores).shape) != _merged(shape):
         return None
     q3, kt3 = scores.args[:2]
     q3, pre = _scaled(q3)
