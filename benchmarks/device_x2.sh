@@ -22,8 +22,10 @@
 # Parts 3 and real: MODELS=bert,gpt2 DTYPES=bf16 pick the real models (about 150 s each per
 # dtype), FIRST_S bounds them (default 300 s); AOTI_DIAG=1 adds part 3's AOTInductor diagnosis;
 # RETRY=1 runs again the tasks whose latest record is a failure (of the harness, since fixed).
-# MAX_AUTOTUNE=1 adds inductor max-autotune to the real models, GRAPHED=1 cudal1 with the
-# arbiter's CUDA-graph alternative (arbitrate_cudagraph).
+# MAX_AUTOTUNE=1 / REDUCE_OVERHEAD=1 add torch.compile's max-autotune / reduce-overhead modes to
+# the real models, PLAIN=1 cudal1 without the arbiter's CUDA-graph alternative (arbitrate_cudagraph
+# off). Part real: MODELS0= (empty) runs no real models on GPU 0; ATTN=1 runs
+# benchmarks/attention_check.py there first.
 set -u
 PART=${1:-1}
 LIMIT=${LIMIT:-570}          # seconds this script may use in all
@@ -85,7 +87,8 @@ real_models() {   # real_models GPU MODELS: benchmarks/real_models.py on that GP
   local d=$W/real_gpu$g; mkdir -p $d
   CUDA_VISIBLE_DEVICES=$g CUDAL1_TIMING_CPUS=$t CUDAL1_WORK_CPUS=$WORK timeout ${FIRST_S:-300} \
     taskset -c $t,$WORK python3 benchmarks/real_models.py --models $2 --dtypes ${DTYPES:-bf16,fp32} \
-    ${MAX_AUTOTUNE:+--max-autotune} ${GRAPHED:+--graphed} --out $d > $d/stdout.log 2>&1
+    ${MAX_AUTOTUNE:+--max-autotune} ${REDUCE_OVERHEAD:+--reduce-overhead} ${PLAIN:+--plain} \
+    --out $d > $d/stdout.log 2>&1
 }
 if [ "$PART" != real ] && [ "$PART" -le 3 ]; then
   # GPU 1 first runs work that must have that GPU alone, then joins the runner.
@@ -110,11 +113,17 @@ elif [ "$PART" = real ]; then
   # Real models on both GPUs at once (MODELS0 on GPU 0, MODELS on GPU 1), each GPU then joins
   # the runner.
   ( CUDA_VISIBLE_DEVICES=0 timeout 150 python3 -m pytest -m gpu -q -p no:cacheprovider \
-      tests/test_graph_inputs.py tests/test_builtin_engine.py tests/test_arbiter.py > $W/gpu_tests_real.log 2>&1
-    real_models 0 ${MODELS0:-resnet18}; run_gpu 0 p$PART $(( $(left) - 10 )) ) &
+      tests/test_graph_inputs.py tests/test_builtin_engine.py tests/test_arbiter.py \
+      tests/test_verify_stateful.py > $W/gpu_tests_real.log 2>&1
+    if [ -n "${ATTN:-}" ]; then
+      mkdir -p $W/attention; CUDA_VISIBLE_DEVICES=0 timeout 200 python3 benchmarks/attention_check.py \
+        --data $CUDAL1_KERNELBENCH --device cuda --out $W/attention > $W/attention/stdout.log 2>&1
+    fi
+    [ -n "${MODELS0-resnet18}" ] && real_models 0 ${MODELS0-resnet18}
+    run_gpu 0 p$PART $(( $(left) - 10 )) ) &
   ( real_models 1 ${MODELS:-bert,gpt2}; run_gpu 1 p$PART $(( $(left) - 10 )) ) &
   wait
-  tail -3 $W/gpu_tests_real.log; tail -n 16 $W/real*/stdout.log
+  tail -3 $W/gpu_tests_real.log; tail -n 16 $W/real*/stdout.log $W/attention/stdout.log 2>/dev/null
 else
   run_gpu 0 p$PART $(( $(left) - 10 )) &
   run_gpu 1 p$PART $(( $(left) - 10 )) &

@@ -1,7 +1,7 @@
-"""Real architectures end to end: eager, inductor (default, max-autotune), cudal1.
+"""Real architectures end to end: eager, inductor (default, reduce-overhead, max-autotune), cudal1.
 
     PYTHONPATH=. python3 benchmarks/real_models.py [--models resnet18,bert,gpt2:bf16] [--dtypes fp32,bf16]
-        [--max-autotune] [--small] [--impl auto|library|plain] [--out DIR]
+        [--reduce-overhead] [--max-autotune] [--plain] [--small] [--impl auto|library|plain] [--out DIR]
 
 Inference with a server-like batch, random weights built from configs (no downloads). The models
 are torchvision's / transformers' modules where those are installed, else the plain-PyTorch copies
@@ -200,9 +200,11 @@ def run_one(name: str, dtype_name: str, args) -> dict | None:
     torch._dynamo.reset()
     fns["inductor"] = torch.compile(model)
     rec["inductor_compile_s"] = first_call_s(fns["inductor"], inputs, args.device)
-    if args.max_autotune:
-        fns["max_autotune"] = torch.compile(model, mode="max-autotune-no-cudagraphs")
-        rec["max_autotune_compile_s"] = first_call_s(fns["max_autotune"], inputs, args.device)
+    # torch.compile's other modes, as documented: both replay CUDA graphs (cudagraph trees)
+    for flag, mode in (("reduce_overhead", "reduce-overhead"), ("max_autotune", "max-autotune")):
+        if getattr(args, flag):
+            fns[flag] = torch.compile(model, mode=mode)
+            rec[f"{flag}_compile_s"] = first_call_s(fns[flag], inputs, args.device)
     cache = None
     if not args.skip_cudal1:
         from torch_cudal1.runtime import STATS
@@ -216,14 +218,14 @@ def run_one(name: str, dtype_name: str, args) -> dict | None:
                                  else a["choice"] for a in rec["arbiter"]) or "-"
         rec["cudal1_stats"] = {k: v - before.get(k, 0) for k, v in STATS.items()
                                if isinstance(v, int) and v != before.get(k, 0)}
-        if args.graphed and args.device.startswith("cuda"):
-            # The same cache (a hit): the arbiter decides again with inductor's code replayed as
-            # a CUDA graph on offer too.
-            fns["cudal1_graphed"] = cudal1_compile(
-                model, dict(cudal1_options(cache), arbitrate_cudagraph=True))
-            rec["cudal1_graphed_first_call_s"] = first_call_s(fns["cudal1_graphed"], inputs, args.device)
-            rec["arbiter_graphed"] = [json.loads(p.read_text())
-                                      for p in sorted(Path(cache).rglob("serve/*.json"))]
+        if args.plain and args.device.startswith("cuda"):
+            # The same cache (a hit): the arbiter decides again without inductor's code replayed
+            # as a CUDA graph on offer (the default before session 5).
+            fns["cudal1_plain"] = cudal1_compile(
+                model, dict(cudal1_options(cache), arbitrate_cudagraph="off"))
+            rec["cudal1_plain_first_call_s"] = first_call_s(fns["cudal1_plain"], inputs, args.device)
+            rec["arbiter_plain"] = [json.loads(p.read_text())
+                                    for p in sorted(Path(cache).rglob("serve/*.json"))]
     # All variants measured in this process, after every compile, taking turns.
     rounds = interleaved(fns, inputs, args.device, rounds=args.rounds)
     rec["rounds_ms"] = rounds
@@ -247,17 +249,21 @@ def run_one(name: str, dtype_name: str, args) -> dict | None:
     return rec
 
 
-COLUMNS = ["model", "impl", "dtype", "batch", "eager_ms", "inductor_ms", "max_autotune_ms", "cudal1_ms",
-           "cudal1_graphed_ms", "served", "cudal1_cold_search_s", "warm_start_s", "warm_latency_ms"]
+BASELINES = ("eager", "inductor", "reduce_overhead", "max_autotune")
+COLUMNS = ["model", "impl", "dtype", "batch", "eager_ms", "inductor_ms", "reduce_overhead_ms",
+           "max_autotune_ms", "cudal1_ms", "cudal1_plain_ms", "served", "cudal1_cold_search_s",
+           "warm_start_s", "warm_latency_ms"]
 
 
 def paired_ratio(rec: dict) -> float | None:
-    """cudal1 over the faster of eager and inductor, round by round (the rounds were taken in
-    turns, so a host that drifts moves all three alike), median over the rounds."""
+    """cudal1 over the fastest baseline measured (eager, inductor, and the other modes where
+    asked for), round by round (the rounds were taken in turns, so a host that drifts moves all
+    alike), median over the rounds."""
     r = rec.get("rounds_ms") or {}
-    if not all(k in r for k in ("eager", "inductor", "cudal1")):
+    base = [r[k] for k in BASELINES if k in r]
+    if "cudal1" not in r or not base:
         return None
-    ratios = sorted(c / min(e, i) for c, e, i in zip(r["cudal1"], r["eager"], r["inductor"]))
+    ratios = sorted(c / min(b) for c, *b in zip(r["cudal1"], *base))
     return ratios[len(ratios) // 2] if ratios else None
 
 
@@ -288,11 +294,14 @@ def main(argv=None) -> int:
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--dtypes", default="fp32,bf16")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    ap.add_argument("--max-autotune", action="store_true")
+    ap.add_argument("--max-autotune", action="store_true",
+                    help='also torch.compile(mode="max-autotune") (autotuned kernels, CUDA graphs)')
+    ap.add_argument("--reduce-overhead", action="store_true",
+                    help='also torch.compile(mode="reduce-overhead") (inductor with CUDA graphs)')
     ap.add_argument("--skip-cudal1", action="store_true")
     ap.add_argument("--rounds", type=int, default=5, help="interleaved latency rounds per variant")
-    ap.add_argument("--graphed", action="store_true",
-                    help="also cudal1 with arbitrate_cudagraph (GPU): its own column, cudal1_graphed_ms")
+    ap.add_argument("--plain", action="store_true",
+                    help="also cudal1 with arbitrate_cudagraph off (GPU): its own column, cudal1_plain_ms")
     ap.add_argument("--small", action="store_true", help="tiny shapes (a CPU smoke run)")
     ap.add_argument("--impl", choices=("auto", "library", "plain"), default="auto",
                     help="auto: the library's module where installed, else the plain-PyTorch copy "

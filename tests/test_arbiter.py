@@ -180,7 +180,13 @@ def test_the_graphed_alternative_is_offered_on_request_on_gpus_only(args):
     assert arbiter.INDUCTOR_GRAPHED not in arbiter._alternatives(gm, args, graphed=True)
     g = arbiter.as_cuda_graph(gm.forward)   # off the GPU the CUDA-graph wrapper calls the function
     torch.testing.assert_close(g(*args)[0], torch.relu(args[0] @ args[1]) * 2.0)
-    assert Options.resolve({}).arbitrate_cudagraph is False   # off until measured on a GPU
+    assert arbiter.enabled(Options.resolve({}).arbitrate_cudagraph, "cuda:0")   # on by default on GPUs
+    assert not arbiter.enabled(Options.resolve({}).arbitrate_cudagraph, "cpu")
+    # the option was a boolean before: those spellings still work
+    assert Options.resolve({"arbitrate_cudagraph": False}).arbitrate_cudagraph == "off"
+    assert Options.resolve({"arbitrate_cudagraph": True}).arbitrate_cudagraph == "on"
+    with pytest.raises(ValueError, match="arbitrate_cudagraph"):
+        Options.resolve({"arbitrate_cudagraph": "sometimes"})
 
 
 def _chain_gm(n: int):
@@ -203,9 +209,9 @@ def test_inductor_replayed_as_a_cuda_graph_on_the_users_graph(tmp_path):
     x = torch.randn(8, 64, device="cuda")
     assert arbiter.INDUCTOR_GRAPHED in arbiter._alternatives(gm, [x, *w], graphed=True)
     with torch.no_grad():
-        fn = arbiter.serve(gm.forward, gm, [x, *w], 13, CacheStore(tmp_path), "g", "cuda:0",
-                           graphed=True)
-        d = json.loads((tmp_path / "serve" / "g.json").read_text())
+        store = CacheStore(tmp_path)
+        fn = arbiter.serve(gm.forward, gm, [x, *w], 13, store, "g", "cuda:0", graphed=True)
+        d = json.loads((store.root / "serve" / "g.json").read_text())
         assert arbiter.INDUCTOR_GRAPHED in d["ms"], d
         outs = []
         for _ in range(3):

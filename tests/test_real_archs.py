@@ -130,3 +130,14 @@ def test_smoke_run_writes_both_files(tmp_path):
         assert r["eager_ms"] > 0 and r["inductor_ms"] > 0
     md = (tmp_path / "real_models.md").read_text().splitlines()
     assert md[0].startswith("| model | impl | dtype |") and len(md) == 2 + 2
+
+
+def test_paired_ratio_is_against_the_fastest_baseline_of_each_round():
+    """Every mode measured counts as a baseline: cudal1 is compared, round by round, with the
+    fastest of them in that round."""
+    rec = {"rounds_ms": {"eager": [4.0, 4.0, 4.0], "inductor": [2.0, 3.0, 2.0],
+                         "reduce_overhead": [1.0, 2.0, 4.0], "cudal1": [1.5, 1.5, 1.5]}}
+    assert real_models.paired_ratio(rec) == pytest.approx(0.75)   # ratios 1.5, 0.75, 0.75
+    del rec["rounds_ms"]["reduce_overhead"]
+    assert real_models.paired_ratio(rec) == pytest.approx(0.75)   # 0.75, 0.5, 0.75
+    assert real_models.paired_ratio({"rounds_ms": {"eager": [1.0]}}) is None

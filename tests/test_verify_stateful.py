@@ -18,7 +18,7 @@ class Model(nn.Module):
         self.lin = nn.Linear(2 * n, n)
 
     def forward(self, x):
-        self.hidden = torch.tanh(self.lin(torch.cat((x, self.hidden), dim=1)))
+        self.hidden = torch.tanh(self.lin(torch.cat((x, self.hidden.to(x.device)), dim=1)))
         return self.hidden * 2
 
 def get_inputs():
@@ -44,19 +44,19 @@ HONEST = HEAD + '''
         # the same cell with the concatenation split into two products
         n = x.shape[1]
         w = self.lin.weight
-        h = torch.tanh(torch.addmm(self.lin.bias, x, w[:, :n].t()) + self.hidden @ w[:, n:].t())
+        h = torch.tanh(torch.addmm(self.lin.bias, x, w[:, :n].t()) + self.hidden.to(x.device) @ w[:, n:].t())
         self.hidden = h
         return h + h
 '''
 
 IGNORES_STATE = HEAD + '''
     def forward(self, x):   # right from the initial state, never moves on
-        return torch.tanh(self.lin(torch.cat((x, self.hidden), dim=1))) * 2
+        return torch.tanh(self.lin(torch.cat((x, self.hidden.to(x.device)), dim=1))) * 2
 '''
 
 WRONG_UPDATE = HEAD + '''
     def forward(self, x):
-        h = torch.tanh(self.lin(torch.cat((x, self.hidden), dim=1)))
+        h = torch.tanh(self.lin(torch.cat((x, self.hidden.to(x.device)), dim=1)))
         self.hidden = h * 0.5   # carries a different state forward
         return h * 2
 '''
@@ -67,17 +67,23 @@ def task():
     return Task(TASK, name="stateful_cell")
 
 
-def test_an_honest_stateful_candidate_is_accepted_and_timed(task):
-    verdict, timing = evaluate(task, Candidate(HONEST, "test:honest"), device="cpu", trials=2,
+# the state is a plain attribute, created on the CPU and moved by forward (as in KernelBench)
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_an_honest_stateful_candidate_is_accepted_and_timed(task, device):
+    verdict, timing = evaluate(task, Candidate(HONEST, "test:honest"), device=device, trials=2,
                                time_it=True)
     assert verdict.accepted, verdict
     assert verdict.stats.get("stateful") is True
     assert timing is not None and timing.median_ms > 0
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("source", [IGNORES_STATE, WRONG_UPDATE], ids=["ignores", "wrong_update"])
-def test_a_candidate_that_does_not_carry_the_state_forward_is_rejected(task, source):
-    verdict, _ = evaluate(task, Candidate(source, "test:bad"), device="cpu", trials=2, time_it=False)
+def test_a_candidate_that_does_not_carry_the_state_forward_is_rejected(task, source, device):
+    verdict, _ = evaluate(task, Candidate(source, "test:bad"), device=device, trials=2, time_it=False)
     assert not verdict.accepted and verdict.reason == "mismatch", verdict
     assert "in sequence" in verdict.detail
 

@@ -133,7 +133,8 @@ class GraphRunner:
             return impl
         try:
             return arbiter.serve(impl, self.dynamo_gm, full, len(full) - len(self.consts), store,
-                                 key, device, graphed=self.options.arbitrate_cudagraph)
+                                 key, device,
+                                 graphed=arbiter.enabled(self.options.arbitrate_cudagraph, device))
         except Exception as e:  # noqa: BLE001 - arbitration is an optimisation, never a failure
             if self.options.strict:
                 raise

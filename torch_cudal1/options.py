@@ -40,7 +40,7 @@ class Options:
     baselines: str = "eager,inductor"  # comma-separated baselines measured first
     aoti: str = "off"                # built-in AOTInductor candidates: off | auto (GPU only) | on
     arbitrate: str = "auto"          # time the winner against the user's graph (eager, inductor) in-process: auto (GPU) | on | off
-    arbitrate_cudagraph: bool = False  # the arbiter also times inductor's code on the user's graph replayed as a CUDA graph (GPU; not yet measured)
+    arbitrate_cudagraph: str = "auto"  # the arbiter also times inductor's code on the user's graph replayed as a CUDA graph: auto (GPU) | on | off
     log_level: str = "INFO"          # DEBUG | INFO | WARNING | ERROR
     progress: bool = True            # one line per candidate on stderr
     capture_limit_mb: float = 64.0   # real inputs larger than this are not stored as test vectors
@@ -97,7 +97,11 @@ class Options:
             if getattr(self, name) not in allowed:
                 raise ValueError(f"torch_cudal1 option {name}={getattr(self, name)!r}; "
                                  f"expected one of {', '.join(allowed)}")
-        for name in ("aoti", "arbitrate"):
+        # a boolean (the option's type before session 5) still reads as on / off
+        flag = str(self.arbitrate_cudagraph).strip().lower()
+        self.arbitrate_cudagraph = {"true": "on", "1": "on", "yes": "on", "false": "off", "0": "off",
+                                    "no": "off"}.get(flag, flag)
+        for name in ("aoti", "arbitrate", "arbitrate_cudagraph"):
             if getattr(self, name) not in ("auto", "on", "off"):
                 raise ValueError(f"torch_cudal1 option {name}={getattr(self, name)!r}; expected one "
                                  "of auto, on, off")
