@@ -25,7 +25,8 @@
 # MAX_AUTOTUNE=1 / REDUCE_OVERHEAD=1 add torch.compile's max-autotune / reduce-overhead modes to
 # the real models, PLAIN=1 cudal1 without the arbiter's CUDA-graph alternative (arbitrate_cudagraph
 # off). Part real: MODELS0= (empty) runs no real models on GPU 0; ATTN=1 runs
-# benchmarks/attention_check.py there first.
+# benchmarks/attention_check.py there first, COEXIST=1 benchmarks/cudagraph_coexist.py;
+# GPU_TESTS= (empty) skips its GPU tests.
 set -u
 PART=${1:-1}
 LIMIT=${LIMIT:-570}          # seconds this script may use in all
@@ -82,13 +83,20 @@ gpu_tests() {   # on GPU 1 beside GPU 0's runner: forked children on CUDA, AOTIn
     echo 1 > $W/fork_ok
   fi
 }
-real_models() {   # real_models GPU MODELS: benchmarks/real_models.py on that GPU alone
-  local g=$1 t; if [ "$g" = 0 ]; then t=$T0; else t=$T1; fi
-  local d=$W/real_gpu$g; mkdir -p $d
-  CUDA_VISIBLE_DEVICES=$g CUDAL1_TIMING_CPUS=$t CUDAL1_WORK_CPUS=$WORK timeout ${FIRST_S:-300} \
-    taskset -c $t,$WORK python3 benchmarks/real_models.py --models $2 --dtypes ${DTYPES:-bf16,fp32} \
-    ${MAX_AUTOTUNE:+--max-autotune} ${REDUCE_OVERHEAD:+--reduce-overhead} ${PLAIN:+--plain} \
-    --out $d > $d/stdout.log 2>&1
+real_models() {   # real_models GPU MODELS: benchmarks/real_models.py on that GPU alone, one process
+  # per model (a model that kills its process keeps the others), FIRST_S seconds for them all
+  local g=$1 t item n; if [ "$g" = 0 ]; then t=$T0; else t=$T1; fi
+  local d=$W/real_gpu$g end=$(( SECONDS + ${FIRST_S:-300} )); mkdir -p $d
+  for item in ${2//,/ }; do
+    [ $(( end - SECONDS )) -lt 60 ] && break
+    n=${item//:/_}; mkdir -p $d/$n
+    CUDA_VISIBLE_DEVICES=$g CUDAL1_TIMING_CPUS=$t CUDAL1_WORK_CPUS=$WORK timeout $(( end - SECONDS )) \
+      taskset -c $t,$WORK python3 benchmarks/real_models.py --models $item --dtypes ${DTYPES:-bf16,fp32} \
+      ${MAX_AUTOTUNE:+--max-autotune} ${REDUCE_OVERHEAD:+--reduce-overhead} ${PLAIN:+--plain} \
+      --out $d/$n > $d/$n/stdout.log 2>&1
+    [ -f $d/real_models.md ] || head -2 $d/$n/real_models.md > $d/real_models.md
+    tail -n +3 $d/$n/real_models.md >> $d/real_models.md
+  done
 }
 if [ "$PART" != real ] && [ "$PART" -le 3 ]; then
   # GPU 1 first runs work that must have that GPU alone, then joins the runner.
@@ -112,9 +120,13 @@ if [ "$PART" != real ] && [ "$PART" -le 3 ]; then
 elif [ "$PART" = real ]; then
   # Real models on both GPUs at once (MODELS0 on GPU 0, MODELS on GPU 1), each GPU then joins
   # the runner.
-  ( CUDA_VISIBLE_DEVICES=0 timeout 150 python3 -m pytest -m gpu -q -p no:cacheprovider \
-      tests/test_graph_inputs.py tests/test_builtin_engine.py tests/test_arbiter.py \
-      tests/test_verify_stateful.py > $W/gpu_tests_real.log 2>&1
+  ( [ -n "${GPU_TESTS-1}" ] && CUDA_VISIBLE_DEVICES=0 timeout 150 python3 -m pytest -m gpu -q \
+      -p no:cacheprovider tests/test_graph_inputs.py tests/test_builtin_engine.py \
+      tests/test_arbiter.py tests/test_verify_stateful.py > $W/gpu_tests_real.log 2>&1
+    if [ -n "${COEXIST:-}" ]; then   # which CUDA-graph users can share a process
+      mkdir -p $W/coexist; CUDA_VISIBLE_DEVICES=0 timeout ${COEXIST_S:-330} python3 \
+        benchmarks/cudagraph_coexist.py --timeout 150 --out $W/coexist > $W/coexist/stdout.log 2>&1
+    fi
     if [ -n "${ATTN:-}" ]; then
       mkdir -p $W/attention; CUDA_VISIBLE_DEVICES=0 timeout 200 python3 benchmarks/attention_check.py \
         --data $CUDAL1_KERNELBENCH --device cuda --out $W/attention > $W/attention/stdout.log 2>&1
@@ -123,7 +135,7 @@ elif [ "$PART" = real ]; then
     run_gpu 0 p$PART $(( $(left) - 10 )) ) &
   ( real_models 1 ${MODELS:-bert,gpt2}; run_gpu 1 p$PART $(( $(left) - 10 )) ) &
   wait
-  tail -3 $W/gpu_tests_real.log; tail -n 16 $W/real*/stdout.log $W/attention/stdout.log 2>/dev/null
+  tail -3 $W/gpu_tests_real.log; cat $W/real*/real_models.md $W/coexist/coexist.jsonl 2>/dev/null
 else
   run_gpu 0 p$PART $(( $(left) - 10 )) &
   run_gpu 1 p$PART $(( $(left) - 10 )) &
