@@ -26,7 +26,7 @@
 # the real models, PLAIN=1 cudal1 without the arbiter's CUDA-graph alternative (arbitrate_cudagraph
 # off). Part real: MODELS0= (empty) runs no real models on GPU 0; ATTN=1 runs
 # benchmarks/attention_check.py there first, COEXIST=1 benchmarks/cudagraph_coexist.py;
-# GPU_TESTS= (empty) skips its GPU tests.
+# GPU_TESTS= (empty) skips its GPU tests; NO_CUDNN_SDP=1: real models without cuDNN attention.
 set -u
 PART=${1:-1}
 LIMIT=${LIMIT:-570}          # seconds this script may use in all
@@ -93,7 +93,7 @@ real_models() {   # real_models GPU MODELS: benchmarks/real_models.py on that GP
     CUDA_VISIBLE_DEVICES=$g CUDAL1_TIMING_CPUS=$t CUDAL1_WORK_CPUS=$WORK timeout $(( end - SECONDS )) \
       taskset -c $t,$WORK python3 benchmarks/real_models.py --models $item --dtypes ${DTYPES:-bf16,fp32} \
       ${MAX_AUTOTUNE:+--max-autotune} ${REDUCE_OVERHEAD:+--reduce-overhead} ${PLAIN:+--plain} \
-      --out $d/$n > $d/$n/stdout.log 2>&1
+      ${NO_CUDNN_SDP:+--no-cudnn-sdp} --out $d/$n > $d/$n/stdout.log 2>&1
     [ -f $d/real_models.md ] || head -2 $d/$n/real_models.md > $d/real_models.md
     tail -n +3 $d/$n/real_models.md >> $d/real_models.md
   done

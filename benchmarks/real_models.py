@@ -195,7 +195,8 @@ def run_one(name: str, dtype_name: str, args) -> dict | None:
     if built is None:
         return None
     model, inputs, impl = built
-    rec = {"model": name, "impl": impl, "dtype": dtype_name, "batch": int(inputs[0].shape[0])}
+    rec = {"model": name, "impl": impl, "dtype": dtype_name, "batch": int(inputs[0].shape[0]),
+           "cudnn_sdp": torch.backends.cuda.cudnn_sdp_enabled()}
     fns = {"eager": model}
     torch._dynamo.reset()
     fns["inductor"] = torch.compile(model)
@@ -238,7 +239,8 @@ def run_one(name: str, dtype_name: str, args) -> dict | None:
     if cache is not None:
         cmd = [sys.executable, __file__, "--child-warm", "--model", name, "--dtype", dtype_name,
                "--cache", cache, "--device", args.device,
-               "--impl", "plain" if impl == PLAIN else "library"] + (["--small"] if args.small else [])
+               "--impl", "plain" if impl == PLAIN else "library"] + (["--small"] if args.small else []) \
+            + (["--no-cudnn-sdp"] if args.no_cudnn_sdp else [])
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
         try:
@@ -302,6 +304,9 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=5, help="interleaved latency rounds per variant")
     ap.add_argument("--plain", action="store_true",
                     help="also cudal1 with arbitrate_cudagraph off (GPU): its own column, cudal1_plain_ms")
+    ap.add_argument("--no-cudnn-sdp", action="store_true",
+                    help="torch.backends.cuda.enable_cudnn_sdp(False): attention by flash / "
+                         "efficient kernels only (pytorch/pytorch#169849: cuDNN attention and streams)")
     ap.add_argument("--small", action="store_true", help="tiny shapes (a CPU smoke run)")
     ap.add_argument("--impl", choices=("auto", "library", "plain"), default="auto",
                     help="auto: the library's module where installed, else the plain-PyTorch copy "
@@ -313,6 +318,8 @@ def main(argv=None) -> int:
     ap.add_argument("--dtype", help=argparse.SUPPRESS)
     ap.add_argument("--cache", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.no_cudnn_sdp:
+        torch.backends.cuda.enable_cudnn_sdp(False)
     if args.child_warm:
         return child_warm(args)
     out = Path(args.out)
