@@ -189,6 +189,21 @@ def test_the_graphed_alternative_is_offered_on_request_on_gpus_only(args):
         Options.resolve({"arbitrate_cudagraph": "sometimes"})
 
 
+def test_the_graphed_alternative_steps_aside_where_cudagraph_trees_are_live(args, monkeypatch):
+    """A process already replaying torch.compile's cudagraph trees on that device (reduce-overhead,
+    max-autotune) is not given cudal1's own graphs as well."""
+    from torch._inductor import cudagraph_trees
+    gm = _gm()
+    monkeypatch.setattr(arbiter, "_cuda_index", lambda a: 0)   # as if the inputs were on cuda:0
+    monkeypatch.setattr(cudagraph_trees, "get_manager", lambda i, create_if_none_exists=True: None)
+    assert arbiter.INDUCTOR_GRAPHED in arbiter._alternatives(gm, args, graphed=True)
+    assert arbiter.INDUCTOR_GRAPHED not in arbiter._alternatives(gm, args, graphed=False)
+    monkeypatch.setattr(cudagraph_trees, "get_manager",
+                        lambda i, create_if_none_exists=True: None if create_if_none_exists else object())
+    assert arbiter.INDUCTOR_GRAPHED not in arbiter._alternatives(gm, args, graphed=True)
+    assert set(arbiter._alternatives(gm, args, graphed=True)) == {arbiter.EAGER, arbiter.INDUCTOR}
+
+
 def _chain_gm(n: int):
     """x -> tanh(x @ w_i) for n weights, every weight a graph input (as after AOT autograd)."""
     g = torch.fx.Graph()

@@ -11,7 +11,9 @@ in turns, caches warm as when serving: inductor is served unless another is clea
 it in every round (``choose``); an alternative must also agree with the winner's outputs. The
 decision is kept beside the cache entry (``serve/<key>.json``): a cache hit reads it instead of
 timing (session 4, six real models: cudal1 within 0-4% of the faster of eager and inductor on
-five, ``benchmarks/results/h200/real``).
+five, ``benchmarks/results/h200/real``). On a GPU inductor's code replayed as one CUDA graph is
+on offer too (``arbitrate_cudagraph``): session 5 served it on all six, 0.40-0.95 of the faster
+of eager and inductor (``benchmarks/results/h200/session5/call1``).
 
 Neither alternative is new code: one is the reference itself, the other the compiler the user
 would otherwise run. Only static graphs whose AOT wrapper is an identity are arbitrated (their
@@ -150,9 +152,36 @@ def _alternatives(gm, args: list, graphed: bool = False) -> dict:
             built["fn"] = compile_fx(gm, list(args))
         return built["fn"]
     alts = {EAGER: lambda: gm.forward, INDUCTOR: inductor}
-    if graphed and any(isinstance(a, torch.Tensor) and a.is_cuda for a in args):
+    index = _cuda_index(args) if graphed else None
+    if index is not None and not _cudagraph_trees_live(index):
         alts[INDUCTOR_GRAPHED] = lambda: as_cuda_graph(inductor())
     return alts
+
+
+def _cuda_index(args: list) -> int | None:
+    return next((a.device.index or 0 for a in args if isinstance(a, torch.Tensor) and a.is_cuda), None)
+
+
+_TREES_LOGGED: set = set()
+
+
+def _cudagraph_trees_live(index: int) -> bool:
+    """True when this process already replays CUDA graphs through torch.compile's cudagraph trees
+    on that device (mode reduce-overhead or max-autotune). Our own replays are then not offered:
+    session 5 saw processes holding both fault (``unspecified launch failure``, transformers
+    blocks in bf16, ``benchmarks/results/h200/session5``), cause not yet found; without trees
+    (six real models, call 1) and in any pair alone with launches serialised
+    (``benchmarks/cudagraph_coexist.py``) they did not."""
+    try:
+        from torch._inductor import cudagraph_trees
+        live = cudagraph_trees.get_manager(index, create_if_none_exists=False) is not None
+    except Exception:  # noqa: BLE001 - torch internals moved: assume none
+        return False
+    if live and index not in _TREES_LOGGED:
+        _TREES_LOGGED.add(index)
+        logger.info("arbiter: torch.compile's cudagraph trees are live on cuda:%d in this process; "
+                    "inductor replayed as cudal1's own CUDA graph is not offered there", index)
+    return live
 
 
 def as_cuda_graph(fn):
