@@ -7,7 +7,9 @@ Inference with a server-like batch, random weights built from configs (no downlo
 are torchvision's / transformers' modules where those are installed, else the plain-PyTorch copies
 of benchmarks/real_archs.py; each record's ``impl`` says which. For cudal1: latency after the
 search, the cold search time (first call with an empty cache) and the warm-start time (a fresh
-process whose first call finds the cache filled). Writes ``real_models.json`` and
+process whose first call finds the cache filled). torch.compile's CUDA-graph modes
+(reduce-overhead, max-autotune) are timed in a process of their own, in turns with inductor, and
+reported as their ratio to inductor there times inductor here. Writes ``real_models.json`` and
 ``real_models.md`` under ``--out`` (default ``$OUT`` or benchmarks/results), rewritten after every
 model so that a run cut short keeps what it measured.
 """
@@ -190,6 +192,47 @@ def child_warm(args) -> int:
     return 0
 
 
+TREES_MODES = {"reduce_overhead": "reduce-overhead", "max_autotune": "max-autotune"}
+
+
+def child_trees(args) -> int:
+    """In a process of their own: torch.compile's CUDA-graph modes (cudagraph trees) timed in
+    turns with inductor. Kept apart from cudal1's process: on the H200, processes holding both
+    died in session 5 (``benchmarks/results/h200/session5``), and where trees are live cudal1
+    does not offer its own CUDA graphs, so sharing a process would not measure what a user of
+    either gets."""
+    model, inputs, _ = build(args.model, args.small, args.device, DTYPES[args.dtype], args.impl)
+    fns, out = {"inductor": torch.compile(model)}, {"compile_s": {}}
+    out["compile_s"]["inductor"] = first_call_s(fns["inductor"], inputs, args.device)
+    for flag in args.trees.split(","):
+        fns[flag] = torch.compile(model, mode=TREES_MODES[flag])
+        out["compile_s"][flag] = first_call_s(fns[flag], inputs, args.device)
+    out["rounds_ms"] = interleaved(fns, inputs, args.device, rounds=args.rounds)
+    print(json.dumps(out))
+    return 0
+
+
+def trees_in_child(name: str, dtype_name: str, impl: str, args) -> dict:
+    """``child_trees`` for the modes asked for: {mode: {ms, vs_inductor, compile_s, rounds_ms}}."""
+    modes = [f for f in TREES_MODES if getattr(args, f)]
+    if not modes:
+        return {}
+    cmd = [sys.executable, __file__, "--child-trees", ",".join(modes), "--model", name,
+           "--dtype", dtype_name, "--device", args.device, "--rounds", str(args.rounds),
+           "--impl", "plain" if impl == PLAIN else "library"] + (["--small"] if args.small else [])
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=900,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    try:
+        got = json.loads(p.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return {m: {"error": (p.stderr or p.stdout)[-500:]} for m in modes}
+    r = got["rounds_ms"]
+    return {m: {"ms": statistics.median(r[m]),
+                "vs_inductor": statistics.median(a / b for a, b in zip(r[m], r["inductor"])),
+                "compile_s": got["compile_s"][m], "rounds_ms": r[m], "inductor_rounds_ms": r["inductor"]}
+            for m in modes}
+
+
 def run_one(name: str, dtype_name: str, args) -> dict | None:
     built = build(name, args.small, args.device, DTYPES[dtype_name], args.impl)
     if built is None:
@@ -201,11 +244,9 @@ def run_one(name: str, dtype_name: str, args) -> dict | None:
     torch._dynamo.reset()
     fns["inductor"] = torch.compile(model)
     rec["inductor_compile_s"] = first_call_s(fns["inductor"], inputs, args.device)
-    # torch.compile's other modes, as documented: both replay CUDA graphs (cudagraph trees)
-    for flag, mode in (("reduce_overhead", "reduce-overhead"), ("max_autotune", "max-autotune")):
-        if getattr(args, flag):
-            fns[flag] = torch.compile(model, mode=mode)
-            rec[f"{flag}_compile_s"] = first_call_s(fns[flag], inputs, args.device)
+    # torch.compile's other modes, as documented: both replay CUDA graphs (cudagraph trees); timed
+    # in a process of their own against inductor there, reported here scaled to this process
+    rec["trees"] = trees_in_child(name, dtype_name, impl, args)
     cache = None
     if not args.skip_cudal1:
         from torch_cudal1.runtime import STATS
@@ -234,6 +275,9 @@ def run_one(name: str, dtype_name: str, args) -> dict | None:
     rec["dynamo_stats"] = {k: dict(v) for k, v in counters.items() if k in ("stats", "graph_break")}
     for k, v in rounds.items():
         rec[f"{k}_ms"] = statistics.median(v)
+    for k, t in rec["trees"].items():   # its ratio to inductor there, times inductor here
+        if "vs_inductor" in t:
+            rec[f"{k}_ms"] = t["vs_inductor"] * rec["inductor_ms"]
     if args.device.startswith("cuda"):
         rec["events_ms"] = {k: events_ms(fn, inputs, args.device) for k, fn in fns.items()}
     if cache is not None:
@@ -260,9 +304,13 @@ COLUMNS = ["model", "impl", "dtype", "batch", "eager_ms", "inductor_ms", "reduce
 def paired_ratio(rec: dict) -> float | None:
     """cudal1 over the fastest baseline measured (eager, inductor, and the other modes where
     asked for), round by round (the rounds were taken in turns, so a host that drifts moves all
-    alike), median over the rounds."""
+    alike), median over the rounds. A mode timed in another process (``trees``) enters each
+    round as inductor's time in that round times the mode's median ratio to inductor there."""
     r = rec.get("rounds_ms") or {}
     base = [r[k] for k in BASELINES if k in r]
+    if "inductor" in r:
+        base += [[t["vs_inductor"] * i for i in r["inductor"]]
+                 for t in (rec.get("trees") or {}).values() if "vs_inductor" in t]
     if "cudal1" not in r or not base:
         return None
     ratios = sorted(c / min(b) for c, *b in zip(r["cudal1"], *base))
@@ -297,9 +345,11 @@ def main(argv=None) -> int:
     ap.add_argument("--dtypes", default="fp32,bf16")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--max-autotune", action="store_true",
-                    help='also torch.compile(mode="max-autotune") (autotuned kernels, CUDA graphs)')
+                    help='also torch.compile(mode="max-autotune") (autotuned kernels, CUDA graphs), '
+                         'timed in a process of its own with inductor')
     ap.add_argument("--reduce-overhead", action="store_true",
-                    help='also torch.compile(mode="reduce-overhead") (inductor with CUDA graphs)')
+                    help='also torch.compile(mode="reduce-overhead") (inductor with CUDA graphs), '
+                         'timed in a process of its own with inductor')
     ap.add_argument("--skip-cudal1", action="store_true")
     ap.add_argument("--rounds", type=int, default=5, help="interleaved latency rounds per variant")
     ap.add_argument("--plain", action="store_true",
@@ -314,6 +364,7 @@ def main(argv=None) -> int:
                          "plain: always the plain-PyTorch copy")
     ap.add_argument("--out", default=os.environ.get("OUT") or str(ROOT / "benchmarks" / "results"))
     ap.add_argument("--child-warm", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--child-trees", dest="trees", help=argparse.SUPPRESS)
     ap.add_argument("--model", help=argparse.SUPPRESS)
     ap.add_argument("--dtype", help=argparse.SUPPRESS)
     ap.add_argument("--cache", help=argparse.SUPPRESS)
@@ -322,6 +373,8 @@ def main(argv=None) -> int:
         torch.backends.cuda.enable_cudnn_sdp(False)
     if args.child_warm:
         return child_warm(args)
+    if args.trees:
+        return child_trees(args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     recs = []
