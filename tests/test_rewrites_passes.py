@@ -185,3 +185,36 @@ def test_causal_attention_in_four_dims_becomes_one_fused_attention_call():
     ops = _ops(result.gm)
     assert "aten._softmax.default" not in ops and "aten.masked_fill.Scalar" not in ops, result.gm.code
     _check_same(task, traced, result.gm)
+
+
+def _convt_task(dims: int, args: str, shape: str):
+    cls = f"ConvTranspose{dims}d"
+    return _task("x):\n        return self.up(x)", f"[torch.randn({shape})]",
+                 init_body=f"        self.up = nn.{cls}({args})")
+
+
+@pytest.mark.parametrize("dims,args,shape", [
+    (1, "6, 4, 3", "2, 6, 10"),
+    (2, "4, 6, 3, padding=1, bias=False", "2, 4, 7, 9"),
+    (2, "4, 6, (3, 5), padding=(1, 2), dilation=(2, 1), groups=2", "2, 4, 7, 9"),
+    (3, "3, 5, 3", "2, 3, 4, 5, 6"),
+])
+def test_stride_one_transposed_conv_becomes_a_plain_conv(dims, args, shape):
+    """Flipped kernel, channels swapped within groups, padding d*(k-1)-p: the same values."""
+    task = _convt_task(dims, args, shape)
+    traced = trace_task(task, "cpu")
+    result = apply_rewrites(traced.gm)
+    assert "transposed_conv_as_conv" in result.fired, result.counts
+    convs = [n for n in result.gm.graph.nodes if n.target is torch.ops.aten.convolution.default]
+    assert convs and not any(n.args[6] for n in convs), result.gm.code   # none transposed
+    _check_same(task, traced, result.gm)
+
+
+@pytest.mark.parametrize("dims,args,shape", [
+    (2, "4, 6, 3, stride=2", "2, 4, 7, 9"),                        # zeros between inputs
+    (2, "4, 6, 3, stride=2, output_padding=1", "2, 4, 7, 9"),
+    (1, "6, 4, 3, padding=3", "2, 6, 10"),                         # wider than the kernel
+])
+def test_other_transposed_convs_are_left_alone(dims, args, shape):
+    result = apply_rewrites(trace_task(_convt_task(dims, args, shape), "cpu").gm)
+    assert "transposed_conv_as_conv" not in result.fired, result.counts

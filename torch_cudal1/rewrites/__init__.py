@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import torch.fx as fx
 
-from . import attention, cleanup, cse, diag, matrix_chain, outputs, size_one, value_range
+from . import attention, cleanup, conv_transpose, cse, diag, matrix_chain, outputs, size_one, value_range
 from ._util import dead_code
 
 # (name, pass, counts as removing work)
@@ -24,6 +24,8 @@ PASSES = [
     ("diag_broadcast", diag.run, True),
     ("matrix_chain", matrix_chain.run, True),
     ("fused_attention", attention.run, True),
+    # not less work, but the forward kernels instead of the transposed ones (often several x)
+    ("transposed_conv_as_conv", conv_transpose.run, True),
     ("value_range", value_range.run, True),
     ("size_one_reduction", size_one.run, True),
 ]
