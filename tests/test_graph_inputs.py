@@ -89,3 +89,33 @@ def test_replays_read_held_weights_in_place_and_copy_activations():
         first = m(x, w, b)
         m(torch.randn(16, 64, device="cuda"), w, b)
         torch.testing.assert_close(first, ref(x, w, b))   # outputs are fresh, never aliased
+
+
+@pytest.mark.gpu
+def test_replays_survive_cublas_workspaces_being_emptied():
+    """torch.compile's cudagraph trees empty cuBLAS's cached workspaces whenever they warm up or
+    record; a graph that baked in such a workspace then reads freed memory. Ours must keep
+    giving right answers after the caches are emptied, the memory released and reused."""
+    src = cudagraph.wrap("import torch\nclass ModelNew(torch.nn.Module):\n"
+                         "    def forward(self, x, *ws):\n"
+                         "        for w in ws:\n            x = torch.tanh(x @ w)\n        return x\n")
+    ns: dict = {}
+    exec(compile(src, "<candidate>", "exec"), ns)
+    m = ns["ModelNew"]()
+    ws = [torch.randn(512, 512, device="cuda") / 24 for _ in range(6)]
+
+    def ref(x):
+        for w in ws:
+            x = torch.tanh(x @ w)
+        return x
+    with torch.no_grad():
+        for step in range(8):   # the second call captures again (the weights are then held)
+            x = torch.randn(256, 512, device="cuda")
+            if step >= 3:   # what the trees do, then other work takes the freed memory
+                torch._C._cuda_clearCublasWorkspaces()
+                torch.cuda.empty_cache()
+                junk = [torch.full((1 << 22,), float("nan"), device="cuda") for _ in range(8)]
+            torch.testing.assert_close(m(x, *ws), ref(x), rtol=1e-3, atol=1e-3)
+            torch.cuda.synchronize()
+            if step >= 3:
+                del junk

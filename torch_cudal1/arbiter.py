@@ -169,9 +169,10 @@ def _cudagraph_trees_live(index: int) -> bool:
     """True when this process already replays CUDA graphs through torch.compile's cudagraph trees
     on that device (mode reduce-overhead or max-autotune). Our own replays are then not offered:
     session 5 saw processes holding both fault (``unspecified launch failure``, transformers
-    blocks in bf16, ``benchmarks/results/h200/session5``), cause not yet found; without trees
-    (six real models, call 1) and in any pair alone with launches serialised
-    (``benchmarks/cudagraph_coexist.py``) they did not."""
+    blocks in bf16, ``benchmarks/results/h200/session5``); without trees (six real models) they
+    did not. The likely cause — the trees empty cuBLAS's workspaces, which our captures had baked
+    in — is fixed in the wrapper (``engines/builtin/cudagraph.py``), but not yet confirmed on a
+    GPU; until it is, the two are kept apart."""
     try:
         from torch._inductor import cudagraph_trees
         live = cudagraph_trees.get_manager(index, create_if_none_exists=False) is not None

@@ -8,6 +8,13 @@ the caller passes identically call after call (weights, after AOT autograd) are 
 instead of copied (``graph_inputs.py``). It re-captures when input shapes, strides, dtypes,
 devices or non-tensor values change, or when a tensor it read in place is replaced, and runs the
 wrapped module directly off the GPU or when autograd is recording.
+
+A capture starts and ends with cuBLAS's cached workspaces emptied (as cudagraph trees do around
+their own recordings), so that the workspace a graph's matrix products use is allocated during
+its capture, in its own memory pool. Otherwise the graph bakes in a workspace that cuBLAS owns,
+and code that empties those caches (the trees, on every warm-up and recording) leaves the replay
+reading freed memory: in session 5, processes holding both died with ``unspecified launch
+failure`` on transformer blocks (``benchmarks/results/h200/session5``).
 """
 from __future__ import annotations
 
@@ -19,6 +26,12 @@ import torch.utils._pytree as _cudal1_cg_pytree  # noqa: E402
 {input_plan}
 
 _Cudal1GraphInner = ModelNew
+
+
+def _cudal1_clear_cublas():
+    clear = getattr(_cudal1_torch._C, "_cuda_clearCublasWorkspaces", None)
+    if clear is not None:
+        clear()
 
 
 class ModelNew(_cudal1_torch.nn.Module):
@@ -50,8 +63,16 @@ class ModelNew(_cudal1_torch.nn.Module):
                 self.inner(*static)
         _cudal1_torch.cuda.current_stream().wait_stream(stream)
         graph = _cudal1_torch.cuda.CUDAGraph()
-        with _cudal1_torch.cuda.graph(graph):
-            out = self.inner(*static)
+        # cuBLAS keeps one workspace per stream, outside any graph's memory, and a capture bakes
+        # its address in; torch.compile's cudagraph trees free those workspaces whenever they
+        # warm up or record. Emptied before the capture, the workspace is allocated inside it,
+        # in this graph's own pool; emptied after, nothing else shares it.
+        _cudal1_clear_cublas()
+        try:
+            with _cudal1_torch.cuda.graph(graph):
+                out = self.inner(*static)
+        finally:
+            _cudal1_clear_cublas()
         leaves, spec = _cudal1_cg_pytree.tree_flatten(out)
         copied = self._plan.copied
         self._cg = (graph, static, leaves, spec, len(inputs), self._sig(inputs, copied), copied)
