@@ -67,6 +67,7 @@ class ModelNew(_cudal1_torch.nn.Module):
         # its address in; torch.compile's cudagraph trees free those workspaces whenever they
         # warm up or record. Emptied before the capture, the workspace is allocated inside it,
         # in this graph's own pool; emptied after, nothing else shares it.
+        _cudal1_torch.cuda.synchronize()   # the warm-up's products are done with the old ones
         _cudal1_clear_cublas()
         try:
             with _cudal1_torch.cuda.graph(graph):
