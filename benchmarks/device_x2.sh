@@ -25,7 +25,8 @@
 # MAX_AUTOTUNE=1 / REDUCE_OVERHEAD=1 add torch.compile's max-autotune / reduce-overhead modes to
 # the real models, PLAIN=1 cudal1 without the arbiter's CUDA-graph alternative (arbitrate_cudagraph
 # off). Part real: MODELS0= (empty) runs no real models on GPU 0; ATTN=1 runs
-# benchmarks/attention_check.py there first, COEXIST=1 benchmarks/cudagraph_coexist.py;
+# benchmarks/attention_check.py there first, COEXIST=1 benchmarks/cudagraph_coexist.py (with
+# COEXIST_ARGS);
 # GPU_TESTS= (empty) skips its GPU tests; NO_CUDNN_SDP=1: real models without cuDNN attention.
 set -u
 PART=${1:-1}
@@ -125,7 +126,8 @@ elif [ "$PART" = real ]; then
       tests/test_arbiter.py tests/test_verify_stateful.py > $W/gpu_tests_real.log 2>&1
     if [ -n "${COEXIST:-}" ]; then   # which CUDA-graph users can share a process
       mkdir -p $W/coexist; CUDA_VISIBLE_DEVICES=0 timeout ${COEXIST_S:-330} python3 \
-        benchmarks/cudagraph_coexist.py --timeout 150 --out $W/coexist > $W/coexist/stdout.log 2>&1
+        benchmarks/cudagraph_coexist.py --timeout 150 ${COEXIST_ARGS:-} --out $W/coexist \
+        > $W/coexist/stdout.log 2>&1
     fi
     if [ -n "${ATTN:-}" ]; then
       mkdir -p $W/attention; CUDA_VISIBLE_DEVICES=0 timeout 200 python3 benchmarks/attention_check.py \

@@ -177,7 +177,7 @@ def test_rounds_taken_in_turns_are_compared_round_by_round():
 
 def test_the_graphed_alternative_is_offered_on_request_on_gpus_only(args):
     gm = _gm()
-    assert arbiter.INDUCTOR_GRAPHED not in arbiter._alternatives(gm, args, graphed=True)
+    assert arbiter.INDUCTOR_GRAPHED not in arbiter._alternatives(gm, args, graphed="on")
     g = arbiter.as_cuda_graph(gm.forward)   # off the GPU the CUDA-graph wrapper calls the function
     torch.testing.assert_close(g(*args)[0], torch.relu(args[0] @ args[1]) * 2.0)
     assert arbiter.enabled(Options.resolve({}).arbitrate_cudagraph, "cuda:0")   # on by default on GPUs
@@ -196,12 +196,13 @@ def test_the_graphed_alternative_steps_aside_where_cudagraph_trees_are_live(args
     gm = _gm()
     monkeypatch.setattr(arbiter, "_cuda_index", lambda a: 0)   # as if the inputs were on cuda:0
     monkeypatch.setattr(cudagraph_trees, "get_manager", lambda i, create_if_none_exists=True: None)
-    assert arbiter.INDUCTOR_GRAPHED in arbiter._alternatives(gm, args, graphed=True)
-    assert arbiter.INDUCTOR_GRAPHED not in arbiter._alternatives(gm, args, graphed=False)
+    assert arbiter.INDUCTOR_GRAPHED in arbiter._alternatives(gm, args, graphed="auto")
+    assert arbiter.INDUCTOR_GRAPHED not in arbiter._alternatives(gm, args, graphed="off")
     monkeypatch.setattr(cudagraph_trees, "get_manager",
                         lambda i, create_if_none_exists=True: None if create_if_none_exists else object())
-    assert arbiter.INDUCTOR_GRAPHED not in arbiter._alternatives(gm, args, graphed=True)
-    assert set(arbiter._alternatives(gm, args, graphed=True)) == {arbiter.EAGER, arbiter.INDUCTOR}
+    assert set(arbiter._alternatives(gm, args, graphed="auto")) == {arbiter.EAGER, arbiter.INDUCTOR}
+    # asked for explicitly, it is offered all the same
+    assert arbiter.INDUCTOR_GRAPHED in arbiter._alternatives(gm, args, graphed="on")
 
 
 def _chain_gm(n: int):
@@ -222,10 +223,10 @@ def test_inductor_replayed_as_a_cuda_graph_on_the_users_graph(tmp_path):
     w = [torch.randn(64, 64, device="cuda") / 8 for _ in range(12)]
     gm = _chain_gm(12)
     x = torch.randn(8, 64, device="cuda")
-    assert arbiter.INDUCTOR_GRAPHED in arbiter._alternatives(gm, [x, *w], graphed=True)
+    assert arbiter.INDUCTOR_GRAPHED in arbiter._alternatives(gm, [x, *w], graphed="auto")
     with torch.no_grad():
         store = CacheStore(tmp_path)
-        fn = arbiter.serve(gm.forward, gm, [x, *w], 13, store, "g", "cuda:0", graphed=True)
+        fn = arbiter.serve(gm.forward, gm, [x, *w], 13, store, "g", "cuda:0", graphed="on")
         d = json.loads((store.root / "serve" / "g.json").read_text())
         assert arbiter.INDUCTOR_GRAPHED in d["ms"], d
         outs = []

@@ -141,9 +141,11 @@ def choose(times: dict) -> str:
     return min(clear, key=clear.get) if clear else ref
 
 
-def _alternatives(gm, args: list, graphed: bool = False) -> dict:
+def _alternatives(gm, args: list, graphed: str = "off") -> dict:
     """Factories: building inductor's version costs a compile, so only when it is timed (once,
-    shared by the graphed variant)."""
+    shared by the graphed variant). ``graphed`` (the ``arbitrate_cudagraph`` setting): ``auto``
+    offers inductor replayed as a CUDA graph on a GPU where torch.compile's cudagraph trees are
+    not live, ``on`` on any GPU."""
     built: dict = {}
 
     def inductor():
@@ -152,8 +154,8 @@ def _alternatives(gm, args: list, graphed: bool = False) -> dict:
             built["fn"] = compile_fx(gm, list(args))
         return built["fn"]
     alts = {EAGER: lambda: gm.forward, INDUCTOR: inductor}
-    index = _cuda_index(args) if graphed else None
-    if index is not None and not _cudagraph_trees_live(index):
+    index = _cuda_index(args) if graphed in ("auto", "on") else None
+    if index is not None and (graphed == "on" or not _cudagraph_trees_live(index)):
         alts[INDUCTOR_GRAPHED] = lambda: as_cuda_graph(inductor())
     return alts
 
@@ -181,7 +183,8 @@ def _cudagraph_trees_live(index: int) -> bool:
     if live and index not in _TREES_LOGGED:
         _TREES_LOGGED.add(index)
         logger.info("arbiter: torch.compile's cudagraph trees are live on cuda:%d in this process; "
-                    "inductor replayed as cudal1's own CUDA graph is not offered there", index)
+                    "inductor replayed as cudal1's own CUDA graph is not offered there "
+                    "(arbitrate_cudagraph=on offers it anyway)", index)
     return live
 
 
@@ -209,9 +212,9 @@ def _on_own_inputs(fn, n: int):
 
 
 def serve(winner, gm, full: list, n_args: int, store, key: str, device: str,
-          graphed: bool = False):
+          graphed: str = "off"):
     """The implementation to serve for this graph (``choose``): the user's graph through
-    inductor, or the runner's ``winner``, the user's graph eagerly (or, with ``graphed``,
+    inductor, or the runner's ``winner``, the user's graph eagerly (or, as ``graphed`` allows,
     inductor's code replayed as a CUDA graph) where one of those is clearly faster here."""
     args = list(full[:n_args])
     alts = _alternatives(gm, args, graphed)

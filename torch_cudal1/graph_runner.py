@@ -134,7 +134,7 @@ class GraphRunner:
         try:
             return arbiter.serve(impl, self.dynamo_gm, full, len(full) - len(self.consts), store,
                                  key, device,
-                                 graphed=arbiter.enabled(self.options.arbitrate_cudagraph, device))
+                                 graphed=self.options.arbitrate_cudagraph)
         except Exception as e:  # noqa: BLE001 - arbitration is an optimisation, never a failure
             if self.options.strict:
                 raise
