@@ -109,15 +109,23 @@ def test_through_the_backend_with_a_cache_hit_in_a_fresh_process(tmp_path):
     assert warm["ok"] and warm["stats"].get("cache_hits") == 1 and not warm["stats"].get("searches")
 
 
-def test_cache_only_serves_the_cached_winner_without_timing(tmp_path):
+def test_cache_only_follows_a_kept_decision_and_never_times(tmp_path):
+    """A served cache (cache-only) times nothing: it follows the decision kept where the cache
+    was warmed, and serves the cached winner where there is none."""
     code = """
         import json, torch, torch_cudal1
         from torch_cudal1 import arbiter
         MODE = {mode!r}
+        built = []
         if MODE == "cache-only":
             def no(*a, **k):
-                raise AssertionError("cache-only must not arbitrate")
-            arbiter.serve = no
+                raise AssertionError("cache-only must not time")
+            arbiter._time = arbiter.time_in_turns = no
+            alternatives = arbiter._alternatives
+            def spy(gm, args, graphed="off"):
+                alts = alternatives(gm, args, graphed)
+                return {{k: (lambda k=k, f=f: built.append(k) or f()) for k, f in alts.items()}}
+            arbiter._alternatives = spy
         def f(x):
             return torch.sin(x) + 1
         c = torch.compile(f, backend="cudal1", options={{
@@ -126,15 +134,18 @@ def test_cache_only_serves_the_cached_winner_without_timing(tmp_path):
         x = torch.randn(32)
         with torch.no_grad():
             ok = torch.allclose(c(x), f(x))
-        print(json.dumps({{"ok": ok, "stats": dict(torch_cudal1.stats())}}))
+        print(json.dumps({{"ok": ok, "built": built, "stats": dict(torch_cudal1.stats())}}))
     """
     cache = str(tmp_path / "cache")
     (tmp_path / "cache").mkdir()
     run_python(code.format(mode="search", cache=cache))
-    for d in (tmp_path / "cache").rglob("serve/*.json"):
-        d.unlink()   # as on a machine that imported a bundle: entries, no decisions
+    (decision,) = (tmp_path / "cache").rglob("serve/*.json")
+    decision.write_text(json.dumps({"choice": "eager", "considered": ["eager", "inductor"]}))
     out = run_python(code.format(mode="cache-only", cache=cache))
-    assert out["ok"] and out["stats"].get("cache_hits") == 1
+    assert out["ok"] and out["stats"].get("cache_hits") == 1 and out["built"] == ["eager"], out
+    decision.unlink()   # as on a machine that imported entries without decisions
+    out = run_python(code.format(mode="cache-only", cache=cache))
+    assert out["ok"] and out["stats"].get("cache_hits") == 1 and out["built"] == [], out
 
 
 def test_without_rounds_a_choice_must_beat_inductor_beyond_its_own_spread():

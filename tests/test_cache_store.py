@@ -212,3 +212,29 @@ def test_bundle_roundtrip_and_tampering(tmp_path):
     assert by_key[e2.key]["status"] == "rejected" and "hash" in by_key[e2.key]["detail"]
     assert by_key[e1.key]["status"] == "imported"
     assert third.load(e2.key) is None and not third.entry_path(e2.key).exists()
+
+
+def test_bundles_carry_the_arbiters_kept_decisions(tmp_path):
+    """Cache-only serving follows a kept decision without timing: a shipped cache brings the
+    decisions made where it was warmed; one measured on the importing machine stays; a decision
+    naming anything outside the known implementations is dropped."""
+    import json as _json
+
+    from torch_cudal1.cache.bundle import export_bundle, import_bundle
+    from torch_cudal1.cache.decisions import read_decision, write_decision
+    src = CacheStore(tmp_path / "src")
+    e1, e2, e3 = (make_entry(src, graph=c * 64) for c in "abc")
+    write_decision(src, e1.key, {"choice": "inductor+cudagraph", "considered": ["eager", "inductor"]})
+    write_decision(src, e2.key, {"choice": "inductor"})
+    bundle = tmp_path / "b.tar.gz"
+    export_bundle(src, [e1.key, e2.key, e3.key], bundle, {"host": "test"})
+    dst = CacheStore(tmp_path / "dst")
+    write_decision(dst, e2.key, {"choice": "eager"})   # measured here before the import
+    reports = {r["key"]: r for r in import_bundle(dst, bundle)}
+    assert read_decision(dst, e1.key)["choice"] == "inductor+cudagraph"
+    assert reports[e1.key]["decision"] == "inductor+cudagraph"
+    assert read_decision(dst, e2.key)["choice"] == "eager"
+    assert read_decision(dst, e3.key) is None and "decision" not in reports[e3.key]
+    # a tampered or foreign decision is not followed
+    (dst.root / "serve" / f"{e1.key}.json").write_text(_json.dumps({"choice": "os.system"}))
+    assert read_decision(dst, e1.key) is None

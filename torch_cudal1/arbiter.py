@@ -23,12 +23,11 @@ timing and no compiler: there the cached winner is served as it is.
 from __future__ import annotations
 
 import json
-import os
 import time
-from pathlib import Path
 
 import torch
 
+from .cache.decisions import read_decision, write_decision
 from .contracts import Timing
 from .log import logger
 
@@ -44,26 +43,9 @@ def enabled(setting: str, device: str) -> bool:
     return setting == "on"
 
 
-def _decision_path(store, key: str) -> Path:
-    return Path(store.root) / "serve" / f"{key}.json"
-
-
-def read_decision(store, key: str) -> dict | None:
-    try:
-        return json.loads(_decision_path(store, key).read_text())
-    except (OSError, ValueError):
-        return None
-
-
 def _write_decision(store, key: str, decision: dict) -> None:
-    path = _decision_path(store, key)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(decision, indent=1))
-        os.replace(tmp, path)
-    except OSError as e:   # a read-only cache still serves; it only times again next time
-        logger.debug("arbiter: cannot record the decision for %s: %s", key, e)
+    if not write_decision(store, key, decision):   # a read-only cache still serves
+        logger.debug("arbiter: cannot record the decision for %s", key)
 
 
 def _time(fn, args: list, device: str):
@@ -212,14 +194,17 @@ def _on_own_inputs(fn, n: int):
 
 
 def serve(winner, gm, full: list, n_args: int, store, key: str, device: str,
-          graphed: str = "off"):
+          graphed: str = "off", may_time: bool = True):
     """The implementation to serve for this graph (``choose``): the user's graph through
     inductor, or the runner's ``winner``, the user's graph eagerly (or, as ``graphed`` allows,
-    inductor's code replayed as a CUDA graph) where one of those is clearly faster here."""
+    inductor's code replayed as a CUDA graph) where one of those is clearly faster here.
+    Without ``may_time`` (cache-only serving) a kept decision is followed as it is, and without
+    one the winner is served: nothing is timed."""
     args = list(full[:n_args])
     alts = _alternatives(gm, args, graphed)
     decision = read_decision(store, key)
-    if decision is not None and not set(alts) <= set(decision.get("considered", alts)):
+    if (decision is not None and may_time
+            and not set(alts) <= set(decision.get("considered", alts))):
         decision = None   # an alternative it never considered (e.g. arbitrate_cudagraph turned on)
     if decision is not None and decision.get("choice", WINNER) not in set(alts) | {WINNER}:
         decision = None   # its choice is not on offer here (arbitrate_cudagraph turned off)
@@ -231,6 +216,8 @@ def serve(winner, gm, full: list, n_args: int, store, key: str, device: str,
             except Exception as e:  # noqa: BLE001 - the winner is still there
                 logger.warning("arbiter: %s for %s failed to build (%s); serving the winner",
                                choice, key, e)
+        return winner
+    if not may_time:
         return winner
     t0 = time.monotonic()
     with torch.no_grad():

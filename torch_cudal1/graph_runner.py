@@ -129,12 +129,12 @@ class GraphRunner:
         from . import arbiter
         if self.dynamo_gm is None or self.dynamic or not arbiter.enabled(self.options.arbitrate, device):
             return impl
-        if self.options.mode == "cache-only":   # a served cache: no timing and no compiler, ever
-            return impl
         try:
+            # A served cache (cache-only) never times: it follows a decision kept where the
+            # cache was warmed (or shipped in its bundle), else serves the winner.
             return arbiter.serve(impl, self.dynamo_gm, full, len(full) - len(self.consts), store,
-                                 key, device,
-                                 graphed=self.options.arbitrate_cudagraph)
+                                 key, device, graphed=self.options.arbitrate_cudagraph,
+                                 may_time=self.options.mode != "cache-only")
         except Exception as e:  # noqa: BLE001 - arbitration is an optimisation, never a failure
             if self.options.strict:
                 raise

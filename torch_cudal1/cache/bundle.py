@@ -1,7 +1,8 @@
 """Moving entries between machines: ``cudal1 cache export`` / ``import`` bundles (tar.gz).
 
 A bundle holds ``bundle.json`` (format, exporter's environment, and per entry its key fields,
-file manifest and the hash of its ``meta.json``) and ``entries/<key>/...``. Import extracts into
+file manifest, the hash of its ``meta.json`` and the arbiter's kept decision, if any) and
+``entries/<key>/...``. Import extracts into
 the store's staging area with tarfile's ``data`` filter (no links, devices, absolute paths or
 ``..``), checks every file against both the bundle and the entry's own manifest, and only then
 renames the entry into the local cache, where it belongs to the importing user and is trusted.
@@ -17,6 +18,7 @@ import time
 from pathlib import Path
 
 from ..version import CACHE_FORMAT
+from .decisions import read_decision, valid, write_decision
 from .store import META, CacheStore, manifest
 
 BUNDLE_MANIFEST = "bundle.json"
@@ -44,6 +46,9 @@ def export_bundle(store: CacheStore, keys: list[str], path: str | Path, environm
         info["entries"][key] = {"fields": entry.meta.get("fields"), "manifest": entry.meta["manifest"],
                                 "meta_sha256": _sha(meta_bytes),
                                 "environment": entry.meta.get("environment")}
+        decision = read_decision(store, key)   # what to serve for it, as measured where it was made
+        if decision is not None:
+            info["entries"][key]["serve"] = decision
         entries.append(entry)
     tmp = Path(str(path) + ".tmp")
     with tarfile.open(tmp, "w:gz") as tar:
@@ -84,12 +89,25 @@ def import_bundle(store: CacheStore, path: str | Path, *, replace: bool = False)
             members = [m for m in tar.getmembers() if m.name.startswith("entries/")]
             tar.extractall(work, members=members, filter="data")
         for key, want in sorted(info.get("entries", {}).items()):
-            reports.append(_import_one(store, work / "entries" / key, key, want, path, replace))
+            report = _import_one(store, work / "entries" / key, key, want, path, replace)
+            _import_decision(store, key, want, report, replace)
+            reports.append(report)
     except tarfile.TarError as e:
         raise BundleError(f"{path}: unreadable bundle ({e})") from None
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return reports
+
+
+def _import_decision(store: CacheStore, key: str, want: dict, report: dict, replace: bool) -> None:
+    """The bundle's kept decision for an entry: cache-only serving follows it without timing.
+    A decision already made here stays, unless the entry itself was replaced."""
+    decision = valid(want.get("serve"))
+    if decision is None or report["status"] == "rejected":
+        return
+    if read_decision(store, key) is None or (replace and report["status"] == "imported"):
+        report["decision"] = decision.get("choice", "winner")
+        write_decision(store, key, decision)
 
 
 def _import_one(store: CacheStore, src: Path, key: str, want: dict, bundle: str | Path,
