@@ -17,8 +17,10 @@ of eager and inductor (``benchmarks/results/h200/session5/call1``).
 
 Neither alternative is new code: one is the reference itself, the other the compiler the user
 would otherwise run. Only static graphs whose AOT wrapper is an identity are arbitrated (their
-runner receives Dynamo's own inputs), and never in ``cache-only`` mode, where a hit must run no
-timing and no compiler: there the cached winner is served as it is.
+runner receives Dynamo's own inputs). In ``cache-only`` mode nothing is timed: a decision kept
+where the cache was warmed (bundles carry them) is followed, else the cached winner is served;
+an inductor choice is re-created through inductor, which reads its own cache, as an inductor
+winner is.
 """
 from __future__ import annotations
 
