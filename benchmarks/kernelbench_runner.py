@@ -236,8 +236,15 @@ def run_task(row: dict, args, ceilings: dict) -> dict:
 
 
 def _out_of_memory(rec: dict) -> bool:
-    return rec.get("status") in ("reference_failed", "harness_error") and \
-        "OutOfMemoryError" in str(rec.get("error", ""))
+    """The device ran out of memory for this task's reference, or rejected one of its candidates
+    for it (``memory``): beside other jobs' tensors, that says nothing about the task."""
+    if rec.get("status") in ("reference_failed", "harness_error") and \
+            "OutOfMemoryError" in str(rec.get("error", "")):
+        return True
+    attempts = rec.get("attempts") if isinstance(rec.get("attempts"), list) else []
+    return any(isinstance(a, dict) and a.get("reason") == "memory"
+               and "out of memory" in str(a.get("detail", "out of memory")).lower()
+               for a in [rec.get("replay_candidate"), *attempts])
 
 
 def _run_task_safely(row: dict, args, ceilings: dict) -> dict:
@@ -388,8 +395,10 @@ def read_results(path: Path) -> dict:
 
 def done_ids(path: Path, retry_failed: bool) -> set:
     """Ids with a record; with ``retry_failed`` only those whose latest record is a measurement
-    (a failure of the harness, since fixed, is run again; its new record supersedes the old)."""
-    return {k for k, r in read_results(path).items() if not retry_failed or r.get("status") == "ok"}
+    with no candidate lost to device memory (a failure of the harness, since fixed, is run
+    again; its new record supersedes the old)."""
+    return {k for k, r in read_results(path).items()
+            if not retry_failed or (r.get("status") == "ok" and not _out_of_memory(r))}
 
 
 def _with_builtin_in_replay(r: dict) -> dict:

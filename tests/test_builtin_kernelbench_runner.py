@@ -80,18 +80,25 @@ def test_a_task_out_of_device_memory_beside_others_is_retried_alone(tmp_path, mo
         time.sleep(0.2)
         with mu:
             active[0] -= 1
-        if row["id"] == "L1_2" and sum(1 for i, _ in seen if i == "L1_2") == 1:
+        first = sum(1 for i, _ in seen if i == row["id"]) == 1
+        if row["id"] == "L1_2" and first:
             return {"id": row["id"], "level": 1, "status": "reference_failed",
                     "error": "no baseline passed verification: baseline:eager: memory "
                              "OutOfMemoryError: CUDA out of memory."}
-        return {"id": row["id"], "level": 1, "status": "ok", "eager_ms": 1.0, "inductor_ms": 1.0,
-                "builtin_ms": 1.0, "builtin_correct": True, "seconds": 0.2}
+        rec = {"id": row["id"], "level": 1, "status": "ok", "eager_ms": 1.0, "inductor_ms": 1.0,
+               "builtin_ms": 1.0, "builtin_correct": True, "seconds": 0.2}
+        if row["id"] == "L1_3" and first:   # a candidate rejected for the device's memory
+            rec["replay_candidate"] = {"origin": "replay:r1s0", "accepted": False, "reason": "memory",
+                                       "detail": "OutOfMemoryError: CUDA out of memory. Tried to"}
+        return rec
     monkeypatch.setattr(kb, "run_task", fake_run_task)
     kb.main(["--data", str(data), "--device", "cpu", "--out", str(out), "--jobs", "3", "--no-replay"])
     recs = {json.loads(x)["id"]: json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()}
     assert recs["L1_2"]["status"] == "ok" and len(recs) == 3
-    retry = [n for i, n in seen if i == "L1_2"]
-    assert len(retry) == 2 and retry[1] == 1, seen   # the second run had the device alone
+    for tid in ("L1_2", "L1_3"):
+        retry = [n for i, n in seen if i == tid]
+        assert len(retry) == 2 and retry[1] == 1, seen   # the second run had the device alone
+    assert "replay_candidate" not in recs["L1_3"]
 
 
 def test_retry_failed_runs_again_only_the_tasks_whose_latest_record_is_a_failure(tmp_path, monkeypatch):
@@ -99,7 +106,7 @@ def test_retry_failed_runs_again_only_the_tasks_whose_latest_record_is_a_failure
     import kernelbench_runner as kb
     data = tmp_path / "rows.jsonl"
     data.write_text("".join(json.dumps({"level_id": 3, "task_id": i, "ref_code": "x = 1\n"}) + "\n"
-                            for i in (1, 2)))
+                            for i in (1, 2, 3)))
     out = tmp_path / "out"
     out.mkdir()
     (out / "ceilings.json").write_text(json.dumps({"device": "cpu", "bandwidth_Bps": 1e10,
@@ -108,11 +115,13 @@ def test_retry_failed_runs_again_only_the_tasks_whose_latest_record_is_a_failure
           "builtin_correct": True, "seconds": 0.1}
     (out / "results.jsonl").write_text(
         json.dumps({"id": "L3_1", "level": 3, "status": "reference_failed", "error": "x"}) + "\n"
-        + json.dumps(dict(ok, id="L3_2")) + "\n")
+        + json.dumps(dict(ok, id="L3_2")) + "\n"
+        + json.dumps(dict(ok, id="L3_3", replay_candidate={"reason": "memory", "detail":
+                                                            "CUDA out of memory"})) + "\n")
     ran = []
     monkeypatch.setattr(kb, "run_task", lambda row, a, c: ran.append(row["id"]) or dict(ok, id=row["id"]))
     kb.main(["--data", str(data), "--device", "cpu", "--out", str(out), "--no-replay"])
     assert ran == []                                   # without the flag a failure counts as done
     kb.main(["--data", str(data), "--device", "cpu", "--out", str(out), "--no-replay", "--retry-failed"])
-    assert ran == ["L3_1"]
+    assert ran == ["L3_1", "L3_3"]   # and the one whose candidate lost to device memory
     assert kb.read_results(out / "results.jsonl")["L3_1"]["status"] == "ok"
