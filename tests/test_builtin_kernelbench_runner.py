@@ -116,8 +116,9 @@ def test_retry_failed_runs_again_only_the_tasks_whose_latest_record_is_a_failure
     (out / "results.jsonl").write_text(
         json.dumps({"id": "L3_1", "level": 3, "status": "reference_failed", "error": "x"}) + "\n"
         + json.dumps(dict(ok, id="L3_2")) + "\n"
-        + json.dumps(dict(ok, id="L3_3", replay_candidate={"reason": "memory", "detail":
-                                                            "CUDA out of memory"})) + "\n")
+        + json.dumps(dict(ok, id="L3_3", replay_candidate={"origin": "replay:r1s0", "accepted": False,
+                                                            "reason": "memory",
+                                                            "detail": "CUDA out of memory"})) + "\n")
     ran = []
     monkeypatch.setattr(kb, "run_task", lambda row, a, c: ran.append(row["id"]) or dict(ok, id=row["id"]))
     kb.main(["--data", str(data), "--device", "cpu", "--out", str(out), "--no-replay"])
