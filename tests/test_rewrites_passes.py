@@ -198,9 +198,17 @@ def _convt_task(dims: int, args: str, shape: str):
     (2, "4, 6, 3, padding=1, bias=False", "2, 4, 7, 9"),
     (2, "4, 6, (3, 5), padding=(1, 2), dilation=(2, 1), groups=2", "2, 4, 7, 9"),
     (3, "3, 5, 3", "2, 3, 4, 5, 6"),
+    # strided: one plain convolution per output phase, interleaved
+    (1, "6, 4, 4, stride=2, padding=1", "2, 6, 10"),
+    (2, "4, 6, 3, stride=2, padding=1, output_padding=1", "2, 4, 7, 9"),
+    (2, "4, 6, (3, 5), stride=(2, 3), padding=(1, 2), groups=2", "2, 4, 7, 9"),
+    (2, "4, 6, 2, stride=2", "2, 4, 5, 6"),                       # kernel == stride: no overlap
+    (2, "4, 6, 3, stride=(1, 2), padding=(3, 0)", "2, 4, 7, 9"),  # a padding wider than the kernel
+    (3, "3, 5, 3, stride=2, padding=1, output_padding=(1, 0, 1)", "2, 3, 4, 5, 3"),
 ])
-def test_stride_one_transposed_conv_becomes_a_plain_conv(dims, args, shape):
-    """Flipped kernel, channels swapped within groups, padding d*(k-1)-p: the same values."""
+def test_transposed_conv_becomes_plain_convs(dims, args, shape):
+    """Flipped kernel, channels swapped within groups, padding d*(k-1)-p; strided ones by
+    phases: the same values, and no transposed convolution left."""
     task = _convt_task(dims, args, shape)
     traced = trace_task(task, "cpu")
     result = apply_rewrites(traced.gm)
@@ -211,10 +219,25 @@ def test_stride_one_transposed_conv_becomes_a_plain_conv(dims, args, shape):
 
 
 @pytest.mark.parametrize("dims,args,shape", [
-    (2, "4, 6, 3, stride=2", "2, 4, 7, 9"),                        # zeros between inputs
-    (2, "4, 6, 3, stride=2, output_padding=1", "2, 4, 7, 9"),
+    (2, "4, 6, 3, stride=2, dilation=2", "2, 4, 7, 9"),            # strided and dilated
+    (2, "4, 6, 1, stride=2", "2, 4, 7, 9"),                        # a phase with no taps
     (1, "6, 4, 3, padding=3", "2, 6, 10"),                         # wider than the kernel
 ])
 def test_other_transposed_convs_are_left_alone(dims, args, shape):
     result = apply_rewrites(trace_task(_convt_task(dims, args, shape), "cpu").gm)
     assert "transposed_conv_as_conv" not in result.fired, result.counts
+
+
+def test_a_kernel_choice_is_proposed_beside_the_exact_removals_alone():
+    """A transposed convolution as plain ones may be slower on some device: the engine proposes
+    the rewritten graph with it and without it (the other rewrites only), and timing decides."""
+    from torch_cudal1.engines.base import SearchContext
+    from torch_cudal1.engines.builtin import BuiltinEngine
+    from torch_cudal1.options import Options
+    task = _task("x):\n        unused = torch.exp(x)\n        return self.up(x)",
+                 "[torch.randn(2, 4, 7, 9)]",
+                 init_body="        self.up = nn.ConvTranspose2d(4, 6, 3, stride=2)")
+    origins = [c.origin for c in BuiltinEngine(Options.resolve({})).propose(
+        task, [], SearchContext(device="cpu", round=1, samples=2))]
+    assert "builtin:rewrite(dead_code,transposed_conv_as_conv)" in origins, origins
+    assert "builtin:rewrite(dead_code)" in origins and "builtin:rewrite(dead_code)+inductor" in origins

@@ -24,12 +24,15 @@ PASSES = [
     ("diag_broadcast", diag.run, True),
     ("matrix_chain", matrix_chain.run, True),
     ("fused_attention", attention.run, True),
-    # not less work, but the forward kernels instead of the transposed ones (often several x)
+    # not less work (strided: no products with inserted zeros), but the forward kernels
     ("transposed_conv_as_conv", conv_transpose.run, True),
     ("value_range", value_range.run, True),
     ("size_one_reduction", size_one.run, True),
 ]
 NAMES = [p[0] for p in PASSES]
+# Passes that move work to other kernels rather than remove it: whether that is faster depends on
+# the device and the shapes, so the built-in engine proposes the graph both with and without them.
+KERNEL_CHOICE = {"transposed_conv_as_conv"}
 
 
 @dataclass
@@ -77,4 +80,4 @@ def apply_rewrites(gm: fx.GraphModule, only: list[str] | None = None,
     return RewriteResult(gm, counts)
 
 
-__all__ = ["apply_rewrites", "RewriteResult", "PASSES", "NAMES"]
+__all__ = ["apply_rewrites", "RewriteResult", "PASSES", "NAMES", "KERNEL_CHOICE"]

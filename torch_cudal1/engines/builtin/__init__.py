@@ -4,8 +4,10 @@ Round 1 proposes what the task's own graph allows:
 
 * ``builtin:rewrite`` — the task's ATen graph with exact rewrites applied (diagonal products as
   broadcasts, matrix-chain reassociation, value-range folding, size-1 reductions, dropout/CSE/dead
-  code removal), run eagerly, and ``builtin:rewrite+inductor`` — the same graph through
-  ``torch.compile``. Only when a rewrite removed real work: otherwise they are the baselines again.
+  code removal, fused attention, transposed convolutions as plain ones), run eagerly, and
+  ``builtin:rewrite+inductor`` — the same graph through ``torch.compile``. Only when a rewrite
+  fired: otherwise they are the baselines again. Where a rewrite that only moves work to other
+  kernels fired (``KERNEL_CHOICE``), the graph with only the others is proposed too.
 * on a GPU, ``builtin:cudagraph`` — the reference replayed from a CUDA graph — and
   ``builtin:aoti`` — the reference (or the rewritten graph) through AOTInductor: inductor's
   kernels behind a C++ wrapper, no guards or Python wrapper per call (option ``aoti``).
@@ -38,17 +40,29 @@ class BuiltinEngine(Engine):
 
     # -- round 1 -----------------------------------------------------------------------------
     def _rewrite_candidates(self, task, ctx: SearchContext) -> list[Candidate]:
-        from ...graph.trace import TraceError, render_candidate_source, trace_task
-        from ...rewrites import apply_rewrites
+        from ...graph.trace import TraceError, trace_task
+        from ...rewrites import KERNEL_CHOICE, NAMES, apply_rewrites
         try:
             traced = trace_task(task, ctx.device)
-            result = apply_rewrites(traced.gm)
+            results = [apply_rewrites(traced.gm)]
+            if set(results[0].fired) & KERNEL_CHOICE:   # and the graph with only exact removals
+                exact = apply_rewrites(traced.gm, only=[n for n in NAMES if n not in KERNEL_CHOICE])
+                if exact.fired:
+                    results.append(exact)
         except TraceError as e:
             logger.debug("builtin: no graph for %s: %s", task.name, e)
             return []
         except Exception as e:  # noqa: BLE001 - a rewrite bug must cost a candidate, not the search
             logger.warning("builtin: rewriting %s failed: %s: %s", task.name, type(e).__name__, e)
             return []
+        out: list[Candidate] = []
+        for result in results:
+            out += self._rendered(task, traced, result, ctx)
+        return out
+
+    def _rendered(self, task, traced, result, ctx: SearchContext) -> list[Candidate]:
+        """The rewritten graph run eagerly and through inductor (and AOTInductor)."""
+        from ...graph.trace import TraceError, render_candidate_source
         fired = result.fired
         if not fired:
             return []
