@@ -28,6 +28,7 @@
 # benchmarks/attention_check.py there first, COEXIST=1 benchmarks/cudagraph_coexist.py (with
 # COEXIST_ARGS);
 # GPU_TESTS= (empty) skips its GPU tests; NO_CUDNN_SDP=1: real models without cuDNN attention.
+# IDS=L1_61,... limits the runner to those tasks, AGAIN=1 runs them even where they have records.
 set -u
 PART=${1:-1}
 LIMIT=${LIMIT:-570}          # seconds this script may use in all
@@ -53,6 +54,7 @@ run_gpu() {   # run_gpu GPU TAG SECONDS: one runner on one GPU, on the shared qu
     CUDAL1_TIMING_CPUS=$t CUDAL1_WORK_CPUS=$WORK timeout -s TERM $secs \
     python3 benchmarks/kernelbench_runner.py --data $CUDAL1_KERNELBENCH --device cuda ${ORDER---interleave} \
       --claim $tag --jobs ${JOBS:-4} --task-timeout 400 --max-seconds $(( secs - 150 )) ${RETRY:+--retry-failed} \
+      ${IDS:+--ids $IDS} ${AGAIN:+--again} \
       --out $R/kernelbench > $W/runner_${tag}_gpu$g.log 2>&1
 }
 summary() {

@@ -452,6 +452,9 @@ def main(argv=None) -> int:
     ap.add_argument("--max-seconds", type=float, default=0,
                     help="start no new task after this long (resume with another run)")
     ap.add_argument("--summary-only", action="store_true", help="rewrite the summary and stop")
+    ap.add_argument("--again", action="store_true",
+                    help="run the selected tasks (use with --ids) even where they have records: "
+                         "after a change to the engine; the new record supersedes the old")
     ap.add_argument("--retry-failed", action="store_true",
                     help="run again the tasks whose latest record is not a measurement")
     args = ap.parse_args(argv)
@@ -486,7 +489,10 @@ def main(argv=None) -> int:
         print((out / "summary.md").read_text())
         return 1 if any(v["incorrect"] for v in summary.values()) else 0
     mine = _shard(rows, args.shard)
-    done = done_ids(results, args.retry_failed)
+
+    def done_now() -> set:   # --again: the selected tasks run whatever their records say
+        return set() if args.again else done_ids(results, args.retry_failed)
+    done = done_now()
     todo = [r for r in mine if r["id"] not in done]
     print(f"{len(mine)} tasks ({len(mine) - len(todo)} done) on {args.device}, {args.jobs} at a time; "
           f"results in {out}", flush=True)
@@ -511,7 +517,7 @@ def main(argv=None) -> int:
             return pending.pop(0) if pending else None
         with lock:
             taken = set(claims.read_text().split()) if claims.exists() else set()
-            taken |= done_ids(results, args.retry_failed)
+            taken |= done_now()
             while pending and pending[0]["id"] in taken:
                 pending.pop(0)
             if not pending:

@@ -126,3 +126,29 @@ def test_retry_failed_runs_again_only_the_tasks_whose_latest_record_is_a_failure
     kb.main(["--data", str(data), "--device", "cpu", "--out", str(out), "--no-replay", "--retry-failed"])
     assert ran == ["L3_1", "L3_3"]   # and the one whose candidate lost to device memory
     assert kb.read_results(out / "results.jsonl")["L3_1"]["status"] == "ok"
+
+
+def test_again_reruns_the_selected_tasks_whatever_their_records(tmp_path, monkeypatch):
+    """After a change to the engine its effect on measured tasks is measured by running them
+    again; the new record supersedes the old."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import kernelbench_runner as kb
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps({"level_id": 2, "task_id": i, "ref_code": "x = 1\n"}) + "\n"
+                            for i in (1, 2)))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "ceilings.json").write_text(json.dumps({"device": "cpu", "bandwidth_Bps": 1e10,
+                                                   "peak_flops": 1e11}))
+    ok = {"level": 2, "status": "ok", "eager_ms": 1.0, "inductor_ms": 1.0, "builtin_ms": 1.0,
+          "builtin_correct": True, "seconds": 0.1}
+    (out / "results.jsonl").write_text("".join(json.dumps(dict(ok, id=f"L2_{i}")) + "\n"
+                                               for i in (1, 2)))
+    ran = []
+    monkeypatch.setattr(kb, "run_task", lambda row, a, c: ran.append(row["id"])
+                        or dict(ok, id=row["id"], builtin_ms=0.5))
+    kb.main(["--data", str(data), "--device", "cpu", "--out", str(out), "--no-replay", "--ids", "L2_2"])
+    assert ran == []
+    kb.main(["--data", str(data), "--device", "cpu", "--out", str(out), "--no-replay", "--ids", "L2_2",
+             "--again"])
+    assert ran == ["L2_2"] and kb.read_results(out / "results.jsonl")["L2_2"]["builtin_ms"] == 0.5
