@@ -21,6 +21,20 @@ def _tiny_rows(rows, n=2):
     return [r for _, _, r in sized[:n]]
 
 
+def _fake_queue(tmp_path, level: int, ids):
+    """(runner module, data file, out dir) for tasks of a placeholder source, ceilings set."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import kernelbench_runner as kb
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps({"level_id": level, "task_id": i, "ref_code": "x = 1\n"}) + "\n"
+                            for i in ids))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "ceilings.json").write_text(json.dumps({"device": "cpu", "bandwidth_Bps": 1e10,
+                                                   "peak_flops": 1e11}))
+    return kb, data, out
+
+
 def test_runner_smoke_on_cpu(kernelbench_rows, tmp_path):
     rows = _tiny_rows(kernelbench_rows)
     data = tmp_path / "tiny.jsonl"
@@ -62,15 +76,7 @@ def test_a_task_out_of_device_memory_beside_others_is_retried_alone(tmp_path, mo
     failure of its reference, but run again once the others are done."""
     import threading
     import time
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import kernelbench_runner as kb
-    data = tmp_path / "rows.jsonl"
-    data.write_text("".join(json.dumps({"level_id": 1, "task_id": i, "ref_code": "x = 1\n"}) + "\n"
-                            for i in (1, 2, 3)))
-    out = tmp_path / "out"
-    out.mkdir()
-    (out / "ceilings.json").write_text(json.dumps({"device": "cpu", "bandwidth_Bps": 1e10,
-                                                   "peak_flops": 1e11}))
+    kb, data, out = _fake_queue(tmp_path, 1, (1, 2, 3))
     active, seen, mu = [0], [], threading.Lock()
 
     def fake_run_task(row, args, ceilings):
@@ -102,15 +108,7 @@ def test_a_task_out_of_device_memory_beside_others_is_retried_alone(tmp_path, mo
 
 
 def test_retry_failed_runs_again_only_the_tasks_whose_latest_record_is_a_failure(tmp_path, monkeypatch):
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import kernelbench_runner as kb
-    data = tmp_path / "rows.jsonl"
-    data.write_text("".join(json.dumps({"level_id": 3, "task_id": i, "ref_code": "x = 1\n"}) + "\n"
-                            for i in (1, 2, 3)))
-    out = tmp_path / "out"
-    out.mkdir()
-    (out / "ceilings.json").write_text(json.dumps({"device": "cpu", "bandwidth_Bps": 1e10,
-                                                   "peak_flops": 1e11}))
+    kb, data, out = _fake_queue(tmp_path, 3, (1, 2, 3))
     ok = {"level": 3, "status": "ok", "eager_ms": 1.0, "inductor_ms": 1.0, "builtin_ms": 1.0,
           "builtin_correct": True, "seconds": 0.1}
     (out / "results.jsonl").write_text(
@@ -131,15 +129,7 @@ def test_retry_failed_runs_again_only_the_tasks_whose_latest_record_is_a_failure
 def test_again_reruns_the_selected_tasks_whatever_their_records(tmp_path, monkeypatch):
     """After a change to the engine its effect on measured tasks is measured by running them
     again; the new record supersedes the old."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import kernelbench_runner as kb
-    data = tmp_path / "rows.jsonl"
-    data.write_text("".join(json.dumps({"level_id": 2, "task_id": i, "ref_code": "x = 1\n"}) + "\n"
-                            for i in (1, 2)))
-    out = tmp_path / "out"
-    out.mkdir()
-    (out / "ceilings.json").write_text(json.dumps({"device": "cpu", "bandwidth_Bps": 1e10,
-                                                   "peak_flops": 1e11}))
+    kb, data, out = _fake_queue(tmp_path, 2, (1, 2))
     ok = {"level": 2, "status": "ok", "eager_ms": 1.0, "inductor_ms": 1.0, "builtin_ms": 1.0,
           "builtin_correct": True, "seconds": 0.1}
     (out / "results.jsonl").write_text("".join(json.dumps(dict(ok, id=f"L2_{i}")) + "\n"

@@ -81,3 +81,20 @@ def normalize_dims(dims, ndim: int) -> list[int]:
     if isinstance(dims, int):
         dims = [dims]
     return sorted({d % ndim if ndim else 0 for d in dims})
+
+
+def replace_matches(gm: fx.GraphModule, match, build) -> int:
+    """For every node ``n`` where ``match(n)`` is not None, ``build(graph, n, match)`` (called
+    with new nodes inserted before ``n``) returns the node that replaces it. The count replaced."""
+    count = 0
+    g = gm.graph
+    for n in list(g.nodes):
+        m = match(n)
+        if m is None:
+            continue
+        with g.inserting_before(n):
+            new = build(g, n, m)
+        n.replace_all_uses_with(new)
+        g.erase_node(n)
+        count += 1
+    return count

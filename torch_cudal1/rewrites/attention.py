@@ -22,7 +22,7 @@ import numbers
 import torch
 import torch.fx as fx
 
-from ._util import aten, val
+from ._util import aten, replace_matches, val
 
 _SOFTMAX = (aten._softmax.default, aten.softmax.int)
 
@@ -155,28 +155,22 @@ def _match(out: fx.Node):
     return q, k_t, v, mask, pre * post
 
 
+def _fused(g: fx.Graph, n: fx.Node, m) -> fx.Node:
+    q, k_t, v, mask, scale = m
+    rank = val(q).dim()
+    if _call(k_t, aten.transpose.int) and {d % rank for d in k_t.args[1:3]} == {rank - 2, rank - 1}:
+        k = k_t.args[0]
+    else:
+        k = g.call_function(aten.transpose.int, (k_t, -2, -1))
+    if isinstance(mask, tuple):
+        mask = g.call_function(aten.logical_not.default, (mask[1],))
+    new = g.call_function(aten.scaled_dot_product_attention.default, (q, k, v),
+                          {"attn_mask": mask, "dropout_p": 0.0, "is_causal": False,
+                           "scale": scale})
+    if rank != 3:
+        new = g.call_function(aten.reshape.default, (new, list(val(n).shape)))
+    return new
+
+
 def run(gm: fx.GraphModule) -> int:
-    count = 0
-    g = gm.graph
-    for n in list(g.nodes):
-        m = _match(n)
-        if m is None:
-            continue
-        q, k_t, v, mask, scale = m
-        rank = val(q).dim()
-        with g.inserting_before(n):
-            if _call(k_t, aten.transpose.int) and {d % rank for d in k_t.args[1:3]} == {rank - 2, rank - 1}:
-                k = k_t.args[0]
-            else:
-                k = g.call_function(aten.transpose.int, (k_t, -2, -1))
-            if isinstance(mask, tuple):
-                mask = g.call_function(aten.logical_not.default, (mask[1],))
-            new = g.call_function(aten.scaled_dot_product_attention.default, (q, k, v),
-                                  {"attn_mask": mask, "dropout_p": 0.0, "is_causal": False,
-                                   "scale": scale})
-            if rank != 3:
-                new = g.call_function(aten.reshape.default, (new, list(val(n).shape)))
-        n.replace_all_uses_with(new)
-        g.erase_node(n)
-        count += 1
-    return count
+    return replace_matches(gm, _match, _fused)

@@ -27,7 +27,7 @@ import itertools
 
 import torch.fx as fx
 
-from ._util import aten, val
+from ._util import aten, replace_matches, val
 
 
 def _ints(vs, nd: int) -> list[int]:
@@ -135,15 +135,5 @@ def _phases(g: fx.Graph, n: fx.Node, plan: dict) -> fx.Node:
 
 
 def run(gm: fx.GraphModule) -> int:
-    count = 0
-    g = gm.graph
-    for n in list(g.nodes):
-        plan = _plan(n)
-        if plan is None:
-            continue
-        with g.inserting_before(n):
-            new = _stride_one(g, n, plan) if "new_padding" in plan else _phases(g, n, plan)
-        n.replace_all_uses_with(new)
-        g.erase_node(n)
-        count += 1
-    return count
+    return replace_matches(gm, _plan, lambda g, n, plan: (
+        _stride_one(g, n, plan) if "new_padding" in plan else _phases(g, n, plan)))
