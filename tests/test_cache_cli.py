@@ -29,6 +29,15 @@ def test_ls_show_rm_and_usage_errors(tmp_path, capsys):
     assert rc == 0 and shown["key"] == a.key and shown["status"] == "ok" and shown["trusted"]
     rc, out, _ = _cli(capsys, tmp_path, "show", a.key)
     assert rc == 0 and "relu2" in out and "winner" in out
+    assert "served     the winner (no arbiter decision kept)" in out
+    # what a serving process will run for it: the arbiter's kept decision, with what it measured
+    from torch_cudal1.cache.decisions import write_decision
+    write_decision(store, a.key, {"choice": "inductor+cudagraph", "ms": {"winner": 0.43, "inductor": 0.3,
+                                                                        "inductor+cudagraph": 0.19}})
+    rc, out, _ = _cli(capsys, tmp_path, "show", a.key)
+    assert "served     inductor+cudagraph" in out and "inductor+cudagraph 0.19" in out
+    shown = json.loads(_cli(capsys, tmp_path, "show", a.key, "--json")[1])
+    assert shown["serve"]["choice"] == "inductor+cudagraph"
     assert _cli(capsys, tmp_path, "show", "nope")[0] == 2
     assert _cli(capsys, tmp_path, "rm", "nope")[0] == 2
     rc, out, _ = _cli(capsys, tmp_path, "rm", a.key)

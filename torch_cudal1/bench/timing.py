@@ -179,6 +179,15 @@ def time_callable(fn, input_sets: list[list], device: str = "cpu", *, warmup: in
                   method="cuda_events_l2flush_synced" if cuda else "cpu_perf_counter", extra=extra)
 
 
+def _clear_cublas_workspaces() -> None:
+    """cuBLAS caches one workspace per stream outside any graph's memory; emptied around a
+    capture, the graph allocates its own (as the built-in CUDA-graph wrapper does, and
+    torch.compile's cudagraph trees)."""
+    clear = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
+    if clear is not None:
+        clear()
+
+
 def time_cuda_graph(fn, inputs: list, replays: int = 20, graphs_per_sample: int = 10) -> float | None:
     """Milliseconds per call when ``fn`` is captured once into a CUDA graph and replayed (what a
     launch-bound graph costs under ``mode="reduce-overhead"``). None when it cannot be captured."""
@@ -190,8 +199,13 @@ def time_cuda_graph(fn, inputs: list, replays: int = 20, graphs_per_sample: int 
                 fn(*inputs)
         torch.cuda.current_stream().wait_stream(s)
         g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            fn(*inputs)
+        torch.cuda.synchronize()
+        _clear_cublas_workspaces()   # the capture's matrix products get a workspace of its own
+        try:
+            with torch.cuda.graph(g):
+                fn(*inputs)
+        finally:
+            _clear_cublas_workspaces()
         torch.cuda.synchronize()
         times = []
         for _ in range(replays):

@@ -176,7 +176,9 @@ def cmd_show(args) -> int:
     trust = store.trust_problem(store.entry_path(key)) if entry is not None else None
     if meta is None:
         raise UsageError(f"entry {key} has no readable metadata")
-    out = dict(meta, status=status, trusted=trust is None, trust_problem=trust)
+    from ..cache.decisions import read_decision
+    decision = read_decision(store, key)
+    out = dict(meta, status=status, trusted=trust is None, trust_problem=trust, serve=decision)
     if not args.attempts:
         out["attempts"] = len(meta.get("attempts") or [])
     if args.json:
@@ -198,6 +200,11 @@ def cmd_show(args) -> int:
           f"x{w.get('speedup_vs_eager')} over eager, x{w.get('speedup_vs_inductor')} over inductor")
     print(f"search     {s.get('candidates_tried')} candidates, {s.get('candidates_accepted')} "
           f"accepted, {s.get('rounds_run')} rounds, {s.get('seconds')} s ({s.get('stop_reason')})")
+    if decision is not None:   # what a process serves for it (the arbiter's kept decision)
+        ms = ", ".join(f"{k} {v:.4g}" for k, v in sorted((decision.get("ms") or {}).items()))
+        print(f"served     {decision.get('choice')}" + (f"   (ms here: {ms})" if ms else ""))
+    else:
+        print("served     the winner (no arbiter decision kept)")
     print(f"created    {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(meta.get('created', 0)))}"
           + (f"   imported from {meta['imported'].get('from')}" if meta.get("imported") else ""))
     print(f"files      " + ", ".join(sorted((meta.get("manifest") or {}).keys())))
