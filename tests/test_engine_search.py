@@ -3,6 +3,7 @@ local server; every kind of answer, and what the second round's prompt shows of 
 from engine_helpers import (FAST, GARBAGE, NO_CODE, NOT_COMPILING, SLOW, WRONG, FakeLLMServer,
                             answer, make_task)
 
+from torch_cudal1 import search
 from torch_cudal1.options import Options
 from torch_cudal1.search import run_search
 
@@ -86,7 +87,14 @@ def test_server_down_mid_search_keeps_a_verified_fallback(tmp_path):
     try:
         assert not res.complete and res.stop_reason.startswith("engine error")
         assert res.rounds_run == 1
-        assert res.winner.verdict.accepted and res.winner.candidate.origin == "openai:r1s0"
+        by = {a.candidate.origin: a for a in res.attempts}
+        tried = {o: (a.verdict.reason, a.timing and (a.timing.median_ms, a.timing.spread_ms))
+                 for o, a in by.items()}
+        # round 1's answer is kept, verified, and wins by the search's own rule: beyond the
+        # measured noise (on a loaded CI host the reference's spread can swallow even 100x)
+        assert by["openai:r1s0"].verdict.accepted, tried
+        beats = search._beats(by["openai:r1s0"], by["baseline:eager"])
+        assert res.winner.candidate.origin == ("openai:r1s0" if beats else "baseline:eager"), tried
     finally:
         res.cleanup()
 
