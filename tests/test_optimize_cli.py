@@ -34,7 +34,7 @@ def test_optimize_then_cache_hit(tmp_path, capsys, monkeypatch):
     assert rc == 0, err
     res = _last_json(out)
     assert res["cache_hit"] is False and res["cached"] is True
-    assert res["winner_origin"] == "openai:r1s0" and res["speedup_vs_eager"] > 1.5
+    assert res["winner_origin"] == "openai:r1s0" and res["speedup_vs_eager"] > 1.5, (res, err)
     assert res["winner_ms"] < res["eager_ms"] and res["inductor_ms"] is None
     assert res["rounds_run"] == 1 and res["candidates_tried"] == 1 and res["candidates_accepted"] == 1
     assert "winner openai:r1s0" in out and "baseline:eager" in err     # progress on stderr
