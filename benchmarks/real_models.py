@@ -301,8 +301,8 @@ COLUMNS = ["model", "impl", "dtype", "batch", "eager_ms", "inductor_ms", "reduce
            "warm_start_s", "warm_latency_ms"]
 
 
-def paired_ratio(rec: dict) -> float | None:
-    """cudal1 over the fastest baseline measured (eager, inductor, and the other modes where
+def paired_ratio(rec: dict, variant: str = "cudal1") -> float | None:
+    """``variant`` (cudal1, or another cudal1 column) over the fastest baseline measured (eager, inductor, and the other modes where
     asked for), round by round (the rounds were taken in turns, so a host that drifts moves all
     alike), median over the rounds. A mode timed in another process (``trees``) enters each
     round as inductor's time in that round times the mode's median ratio to inductor there."""
@@ -311,9 +311,9 @@ def paired_ratio(rec: dict) -> float | None:
     if "inductor" in r:
         base += [[t["vs_inductor"] * i for i in r["inductor"]]
                  for t in (rec.get("trees") or {}).values() if "vs_inductor" in t]
-    if "cudal1" not in r or not base:
+    if variant not in r or not base:
         return None
-    ratios = sorted(c / min(b) for c, *b in zip(r["cudal1"], *base))
+    ratios = sorted(c / min(b) for c, *b in zip(r[variant], *base))
     return ratios[len(ratios) // 2] if ratios else None
 
 

@@ -141,6 +141,9 @@ def test_paired_ratio_is_against_the_fastest_baseline_of_each_round():
     del rec["rounds_ms"]["reduce_overhead"]
     assert real_models.paired_ratio(rec) == pytest.approx(0.75)   # 0.75, 0.5, 0.75
     assert real_models.paired_ratio({"rounds_ms": {"eager": [1.0]}}) is None
+    # another cudal1 column, against the same baselines
+    rec["rounds_ms"]["cudal1_graphed"] = [1.0, 1.0, 4.0]
+    assert real_models.paired_ratio(rec, "cudal1_graphed") == pytest.approx(0.5)   # 0.5, 0.33, 2
     # a mode timed in its own process: inductor's time in each round here times its ratio there
     rec["trees"] = {"max_autotune": {"vs_inductor": 0.5}, "reduce_overhead": {"error": "died"}}
     assert real_models.paired_ratio(rec) == pytest.approx(1.5)   # 1.5 / min(2, 4, 1) ...

@@ -1,0 +1,40 @@
+"""Every cudal1 column of recorded real_models.py runs against the fastest baseline, paired by
+round (``real_models.paired_ratio``): one markdown table from one or more ``real_models.json``.
+
+    PYTHONPATH=. python3 benchmarks/real_models_table.py benchmarks/results/h200/session5/call1/real_gpu*/real_models.json
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.real_models import paired_ratio  # noqa: E402
+
+VARIANTS = ("cudal1", "cudal1_graphed", "cudal1_plain")
+
+
+def table(recs: list[dict]) -> str:
+    cols = [v for v in VARIANTS if any(v in (r.get("rounds_ms") or {}) for r in recs)]
+    head = ["model", "dtype", "eager ms", "inductor ms"] + [f"{v} ms" for v in cols] \
+        + [f"{v} / best (paired)" for v in cols]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in recs:
+        cells = [r["model"], r["dtype"]] + [f"{r.get(k + '_ms', float('nan')):.3f}"
+                                            for k in ("eager", "inductor", *cols)]
+        cells += [f"{x:.3f}" if (x := paired_ratio(r, v)) is not None else "-" for v in cols]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    recs = [r for p in (argv if argv is not None else sys.argv[1:])
+            for r in json.loads(Path(p).read_text())]
+    print(table(recs), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
