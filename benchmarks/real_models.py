@@ -197,10 +197,10 @@ TREES_MODES = {"reduce_overhead": "reduce-overhead", "max_autotune": "max-autotu
 
 def child_trees(args) -> int:
     """In a process of their own: torch.compile's CUDA-graph modes (cudagraph trees) timed in
-    turns with inductor. Kept apart from cudal1's process: on the H200, processes holding both
-    died in session 5 (``benchmarks/results/h200/session5``), and where trees are live cudal1
-    does not offer its own CUDA graphs, so sharing a process would not measure what a user of
-    either gets."""
+    turns with inductor. Kept apart from cudal1's process so each is timed as a user of that mode
+    alone gets it (memory pools, caches); that the two can share a process is
+    ``benchmarks/cudagraph_coexist.py``'s question (session 5 saw them fault together; fixed in
+    session 6)."""
     model, inputs, _ = build(args.model, args.small, args.device, DTYPES[args.dtype], args.impl)
     fns, out = {"inductor": torch.compile(model)}, {"compile_s": {}}
     out["compile_s"]["inductor"] = first_call_s(fns["inductor"], inputs, args.device)

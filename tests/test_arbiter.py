@@ -200,20 +200,18 @@ def test_the_graphed_alternative_is_offered_on_request_on_gpus_only(args):
         Options.resolve({"arbitrate_cudagraph": "sometimes"})
 
 
-def test_the_graphed_alternative_steps_aside_where_cudagraph_trees_are_live(args, monkeypatch):
-    """A process already replaying torch.compile's cudagraph trees on that device (reduce-overhead,
-    max-autotune) is not given cudal1's own graphs as well."""
+def test_the_graphed_alternative_is_offered_on_a_gpu_beside_cudagraph_trees_too(args, monkeypatch):
+    """On a GPU the graphed inductor is a candidate unless switched off — in a process already
+    replaying torch.compile's cudagraph trees as well (session 6 showed the two coexist once the
+    wrapper captures with a cuBLAS workspace of its own)."""
     from torch._inductor import cudagraph_trees
     gm = _gm()
-    monkeypatch.setattr(arbiter, "_cuda_index", lambda a: 0)   # as if the inputs were on cuda:0
-    monkeypatch.setattr(cudagraph_trees, "get_manager", lambda i, create_if_none_exists=True: None)
-    assert arbiter.INDUCTOR_GRAPHED in arbiter._alternatives(gm, args, graphed="auto")
-    assert arbiter.INDUCTOR_GRAPHED not in arbiter._alternatives(gm, args, graphed="off")
-    monkeypatch.setattr(cudagraph_trees, "get_manager",
-                        lambda i, create_if_none_exists=True: None if create_if_none_exists else object())
     assert set(arbiter._alternatives(gm, args, graphed="auto")) == {arbiter.EAGER, arbiter.INDUCTOR}
-    # asked for explicitly, it is offered all the same
-    assert arbiter.INDUCTOR_GRAPHED in arbiter._alternatives(gm, args, graphed="on")
+    monkeypatch.setattr(arbiter, "_cuda_index", lambda a: 0)   # as if the inputs were on cuda:0
+    monkeypatch.setattr(cudagraph_trees, "get_manager", lambda i, create_if_none_exists=True: object())
+    for setting in ("auto", "on"):
+        assert arbiter.INDUCTOR_GRAPHED in arbiter._alternatives(gm, args, graphed=setting)
+    assert arbiter.INDUCTOR_GRAPHED not in arbiter._alternatives(gm, args, graphed="off")
 
 
 def _chain_gm(n: int):

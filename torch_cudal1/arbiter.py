@@ -128,8 +128,9 @@ def choose(times: dict) -> str:
 def _alternatives(gm, args: list, graphed: str = "off") -> dict:
     """Factories: building inductor's version costs a compile, so only when it is timed (once,
     shared by the graphed variant). ``graphed`` (the ``arbitrate_cudagraph`` setting): ``auto``
-    offers inductor replayed as a CUDA graph on a GPU where torch.compile's cudagraph trees are
-    not live, ``on`` on any GPU."""
+    and ``on`` offer inductor replayed as a CUDA graph on a GPU — beside torch.compile's own
+    cudagraph trees too: the wrapper captures with a cuBLAS workspace of its own, which the
+    trees cannot free under it (``benchmarks/results/h200/session6/call1/coexist``)."""
     built: dict = {}
 
     def inductor():
@@ -139,37 +140,13 @@ def _alternatives(gm, args: list, graphed: str = "off") -> dict:
         return built["fn"]
     alts = {EAGER: lambda: gm.forward, INDUCTOR: inductor}
     index = _cuda_index(args) if graphed in ("auto", "on") else None
-    if index is not None and (graphed == "on" or not _cudagraph_trees_live(index)):
+    if index is not None:
         alts[INDUCTOR_GRAPHED] = lambda: as_cuda_graph(inductor())
     return alts
 
 
 def _cuda_index(args: list) -> int | None:
     return next((a.device.index or 0 for a in args if isinstance(a, torch.Tensor) and a.is_cuda), None)
-
-
-_TREES_LOGGED: set = set()
-
-
-def _cudagraph_trees_live(index: int) -> bool:
-    """True when this process already replays CUDA graphs through torch.compile's cudagraph trees
-    on that device (mode reduce-overhead or max-autotune). Our own replays are then not offered:
-    session 5 saw processes holding both fault (``unspecified launch failure``, transformers
-    blocks in bf16, ``benchmarks/results/h200/session5``); without trees (six real models) they
-    did not. The likely cause — the trees empty cuBLAS's workspaces, which our captures had baked
-    in — is fixed in the wrapper (``engines/builtin/cudagraph.py``), but not yet confirmed on a
-    GPU; until it is, the two are kept apart."""
-    try:
-        from torch._inductor import cudagraph_trees
-        live = cudagraph_trees.get_manager(index, create_if_none_exists=False) is not None
-    except Exception:  # noqa: BLE001 - torch internals moved: assume none
-        return False
-    if live and index not in _TREES_LOGGED:
-        _TREES_LOGGED.add(index)
-        logger.info("arbiter: torch.compile's cudagraph trees are live on cuda:%d in this process; "
-                    "inductor replayed as cudal1's own CUDA graph is not offered there "
-                    "(arbitrate_cudagraph=on offers it anyway)", index)
-    return live
 
 
 def as_cuda_graph(fn):
