@@ -38,22 +38,41 @@ FASTER = 1.0   # a speedup above this counts as "faster"
 
 
 # -- tasks ------------------------------------------------------------------------------------
-def load_tasks(args) -> list[dict]:
+def _folder_tasks(folder: str) -> list[dict]:
+    """KernelBench-format files under ``folder`` (KernelBench's own layout, ``levelK/N_Name.py``,
+    or flat): ``LK_N`` ids where the layout gives them, so records join the data file's."""
     rows = []
-    if args.tasks:
-        for p in sorted(Path(args.tasks).glob("*.py")):
-            level = 0
-            for part in p.parts:
-                if part.startswith("level") and part[5:].isdigit():
-                    level = int(part[5:])
-            rows.append({"id": p.stem, "level": level, "ref_code": p.read_text(), "custom_code": None})
-    else:
-        for line in Path(args.data).read_text().splitlines():
+    for p in sorted(Path(folder).rglob("*.py")):
+        level = next((int(part[5:]) for part in reversed(p.parts[:-1])
+                      if part.startswith("level") and part[5:].isdigit()), 0)
+        num = p.stem.split("_", 1)[0]
+        tid = f"L{level}_{num}" if level and num.isdigit() else p.stem
+        rows.append({"id": tid, "level": level, "ref_code": p.read_text(), "custom_code": None,
+                     "source": str(p)})
+    return rows
+
+
+def _task_order(row: dict):
+    num = row["id"].rpartition("_")[2]
+    return (row["level"], int(num) if num.isdigit() else 0, row["id"])
+
+
+def load_tasks(args) -> list[dict]:
+    """Tasks of ``--data`` (a jsonl with CUDA-L1's solutions) and of ``--tasks`` (a folder); with
+    only ``--tasks`` given, those alone. A task in both is the data file's (it has a solution)."""
+    rows = []
+    data = args.data or (None if args.tasks else str(DEFAULT_DATA))
+    if data:
+        for line in Path(data).read_text().splitlines():
             if line.strip():
                 r = json.loads(line)
                 rows.append({"id": f"L{r['level_id']}_{r['task_id']}", "level": int(r["level_id"]),
                              "ref_code": r["ref_code"], "custom_code": r.get("custom_code"),
                              "published_speedup": r.get("score_default")})
+    if args.tasks:
+        have = {r["id"] for r in rows}
+        rows += [r for r in _folder_tasks(args.tasks) if r["id"] not in have]
+        rows.sort(key=_task_order)
     if args.level:
         rows = [r for r in rows if r["level"] == args.level]
     if args.slice:
@@ -422,8 +441,10 @@ def write_summary(rows: list[dict], results: Path, ceilings: dict, out: Path, to
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", default=str(DEFAULT_DATA), help="KernelBench jsonl (ref_code, custom_code)")
-    ap.add_argument("--tasks", help="a folder of KernelBench-format *.py tasks instead of --data")
+    ap.add_argument("--data", help="KernelBench jsonl (ref_code, custom_code); default: "
+                                   "../shared/kernelbench/cudal1_h100_dev.jsonl unless --tasks is given")
+    ap.add_argument("--tasks", help="a folder of KernelBench-format *.py tasks (KernelBench's "
+                                    "levelK/N_Name.py layout or flat): with --data, in addition")
     ap.add_argument("--level", type=int)
     ap.add_argument("--slice", help="A:B over the selected tasks")
     ap.add_argument("--out", default=os.environ.get("OUT") or str(ROOT / "benchmarks" / "results"))
@@ -458,6 +479,7 @@ def main(argv=None) -> int:
     ap.add_argument("--retry-failed", action="store_true",
                     help="run again the tasks whose latest record is not a measurement")
     args = ap.parse_args(argv)
+    args.data = args.data or (None if args.tasks else str(DEFAULT_DATA))
     started = time.monotonic()
     from torch_cudal1.bench.timing_cpus import apply_work_cpus
     note = apply_work_cpus()   # builds and checks off the cores reserved for timings

@@ -142,3 +142,33 @@ def test_again_reruns_the_selected_tasks_whatever_their_records(tmp_path, monkey
     kb.main(["--data", str(data), "--device", "cpu", "--out", str(out), "--no-replay", "--ids", "L2_2",
              "--again"])
     assert ran == ["L2_2"] and kb.read_results(out / "results.jsonl")["L2_2"]["builtin_ms"] == 0.5
+
+
+def test_a_kernelbench_folder_adds_its_tasks_to_the_data_files(tmp_path, monkeypatch):
+    """KernelBench's own layout (levelK/N_Name.py, nested) gives ids that join the data file's
+    records, so tasks the data file lacks are measured beside it; a task in both is the data
+    file's (it carries CUDA-L1's solution); a folder alone runs alone."""
+    kb, data, out = _fake_queue(tmp_path, 2, (1, 2))
+    rows = [json.loads(x) for x in data.read_text().splitlines()]
+    rows[0]["custom_code"] = "class ModelNew: pass\n"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    folder = tmp_path / "KernelBench"
+    for rel in ("level2/1_Dup.py", "level2/10_Extra.py", "level1/3_Other.py", "sub/level3/5_Net.py"):
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_text(f"# {rel}\n")
+    ran = []
+    ok = {"status": "ok", "eager_ms": 1.0, "inductor_ms": 1.0, "builtin_ms": 1.0,
+          "builtin_correct": True, "seconds": 0.1}
+    monkeypatch.setattr(kb, "run_task", lambda row, a, c: ran.append((row["id"], row["ref_code"],
+                        row["custom_code"])) or dict(ok, id=row["id"], level=row["level"]))
+    kb.main(["--data", str(data), "--tasks", str(folder), "--device", "cpu", "--out", str(out),
+             "--no-replay"])
+    assert [r[0] for r in ran] == ["L1_3", "L2_1", "L2_2", "L2_10", "L3_5"]
+    assert ran[1][1:] == ("x = 1\n", "class ModelNew: pass\n")   # the data file's L2_1
+    assert ran[3][1] == "# level2/10_Extra.py\n" and ran[3][2] is None
+    ran.clear()
+    out2 = tmp_path / "out2"
+    out2.mkdir()
+    (out2 / "ceilings.json").write_text((out / "ceilings.json").read_text())
+    kb.main(["--tasks", str(folder), "--device", "cpu", "--out", str(out2), "--no-replay"])
+    assert [r[0] for r in ran] == ["L1_3", "L2_1", "L2_10", "L3_5"]
