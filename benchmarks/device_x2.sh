@@ -14,8 +14,7 @@
 # The runner takes tasks from one queue (--claim) with several tasks in flight per GPU: their
 # builds and verifications overlap, their timings never do (the device lock). It resumes from
 # benchmarks/results/h200/kernelbench/ (tracked, so it travels). Needs the KernelBench data in
-# .carry/kernelbench/ (carried: ../shared does not travel); KernelBench tasks that file lacks, in
-# .carry/kernelbench/extra/levelK/N_Name.py, join the queue (benchmarks/kernelbench_extra.json).
+# .carry/kernelbench/ (carried: ../shared does not travel).
 # Host CPUs: one physical core per GPU is kept for that GPU's timings (CUDAL1_TIMING_CPUS), all
 # other work (builds, compiles, checks) runs on the rest (CUDAL1_WORK_CPUS): launch-bound calls
 # are host time, and a host busy with other jobs' compiles inflated them several-fold in session 2.
@@ -35,8 +34,6 @@ PART=${1:-1}
 LIMIT=${LIMIT:-570}          # seconds this script may use in all
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 export CUDAL1_KERNELBENCH=$PWD/.carry/kernelbench/cudal1_h100_dev.jsonl
-# KernelBench tasks the data file lacks (its levelK/N_Name.py layout), where carried
-EXTRA_TASKS=$PWD/.carry/kernelbench/extra; [ -d $EXTRA_TASKS ] || EXTRA_TASKS=
 OUT=${OUT:-$PWD/benchmarks/results/device}
 W=$OUT/work; mkdir -p $W
 R=benchmarks/results/h200
@@ -55,15 +52,14 @@ run_gpu() {   # run_gpu GPU TAG SECONDS: one runner on one GPU, on the shared qu
   if [ "$g" = 0 ]; then t=$T0; else t=$T1; fi
   CUDA_VISIBLE_DEVICES=$g TORCHINDUCTOR_COMPILE_THREADS=2 CUDAL1_VERIFY_FORKSERVER=${FORK:-auto} \
     CUDAL1_TIMING_CPUS=$t CUDAL1_WORK_CPUS=$WORK timeout -s TERM $secs \
-    python3 benchmarks/kernelbench_runner.py --data $CUDAL1_KERNELBENCH ${EXTRA_TASKS:+--tasks $EXTRA_TASKS} \
-      --device cuda ${ORDER---interleave} \
+    python3 benchmarks/kernelbench_runner.py --data $CUDAL1_KERNELBENCH --device cuda ${ORDER---interleave} \
       --claim $tag --jobs ${JOBS:-4} --task-timeout 400 --max-seconds $(( secs - 150 )) ${RETRY:+--retry-failed} \
       ${IDS:+--ids $IDS} ${AGAIN:+--again} \
       --out $R/kernelbench > $W/runner_${tag}_gpu$g.log 2>&1
 }
 summary() {
-  python3 benchmarks/kernelbench_runner.py --data $CUDAL1_KERNELBENCH ${EXTRA_TASKS:+--tasks $EXTRA_TASKS} \
-    --device cuda --summary-only --out $R/kernelbench > $W/runner_summary.log 2>&1
+  python3 benchmarks/kernelbench_runner.py --data $CUDAL1_KERNELBENCH --device cuda \
+    --summary-only --out $R/kernelbench > $W/runner_summary.log 2>&1
   grep -h "^L[0-9]" $W/runner_*_gpu*.log | wc -l
   head -24 $R/kernelbench/summary.md
 }
