@@ -14,16 +14,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.real_models import paired_ratio  # noqa: E402
 
 VARIANTS = ("cudal1", "cudal1_graphed", "cudal1_plain")
+MODES = ("reduce_overhead", "max_autotune")   # torch.compile's CUDA-graph modes, where recorded
 
 
 def table(recs: list[dict]) -> str:
     cols = [v for v in VARIANTS if any(v in (r.get("rounds_ms") or {}) for r in recs)]
-    head = ["model", "dtype", "eager ms", "inductor ms"] + [f"{v} ms" for v in cols] \
-        + [f"{v} / best (paired)" for v in cols]
+    modes = [m for m in MODES if any(r.get(m + "_ms") is not None for r in recs)]
+    head = ["model", "dtype", "eager ms", "inductor ms"] + [f"{m} ms" for m in modes] \
+        + [f"{v} ms" for v in cols] + [f"{v} / best (paired)" for v in cols]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in recs:
-        cells = [r["model"], r["dtype"]] + [f"{r.get(k + '_ms', float('nan')):.3f}"
-                                            for k in ("eager", "inductor", *cols)]
+        cells = [r["model"], r["dtype"]] + [f"{x:.3f}" if (x := r.get(k + "_ms")) is not None
+                                            else "-" for k in ("eager", "inductor", *modes, *cols)]
         cells += [f"{x:.3f}" if (x := paired_ratio(r, v)) is not None else "-" for v in cols]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

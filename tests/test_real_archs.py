@@ -147,3 +147,18 @@ def test_paired_ratio_is_against_the_fastest_baseline_of_each_round():
     # a mode timed in its own process: inductor's time in each round here times its ratio there
     rec["trees"] = {"max_autotune": {"vs_inductor": 0.5}, "reduce_overhead": {"error": "died"}}
     assert real_models.paired_ratio(rec) == pytest.approx(1.5)   # 1.5 / min(2, 4, 1) ...
+
+
+def test_the_table_of_recorded_runs_shows_the_modes_measured():
+    """``real_models_table.py``: torch.compile's CUDA-graph modes get columns where any run
+    recorded them; each cudal1 column its paired ratio to the fastest baseline."""
+    from benchmarks import real_models_table
+    rec = {"model": "m", "dtype": "bf16", "eager_ms": 4.0, "inductor_ms": 2.0, "cudal1_ms": 1.5,
+           "rounds_ms": {"eager": [4.0], "inductor": [2.0], "cudal1": [1.5]}}
+    assert "reduce_overhead" not in real_models_table.table([rec])
+    with_mode = dict(rec, reduce_overhead_ms=1.0,
+                     trees={"reduce_overhead": {"vs_inductor": 0.5}})
+    lines = real_models_table.table([with_mode, rec]).splitlines()
+    assert lines[0].split(" | ")[4] == "reduce_overhead ms"
+    assert lines[2].split(" | ")[4:] == ["1.000", "1.500", "1.500 |"]
+    assert lines[3].split(" | ")[4:] == ["-", "1.500", "0.750 |"]
