@@ -59,10 +59,31 @@ def test_candidate_verdict(path, forkserver, build_cache, monkeypatch):
     assert verdict.accepted == (expect == "ok")
     if expect == "ok":
         assert timing is not None and timing.median_ms > 0 and timing.n >= 10
-        assert verdict.stats["reference"] == "float64"
+        assert verdict.stats["reference"] == "float64" and verdict.stats["references"] == "kept"
     else:
         assert timing is None
         assert verdict.detail
+
+
+# The checks that compare with the reference's answers again and again (caches, reused buffers,
+# seeds, repeats), with answers recomputed from each draw's buffers instead of kept, as for
+# graphs whose outputs do not fit the device several times over (verify/references.py).
+RECOMPUTED = [p for p in FILES if p.stem.startswith(("cache_", "honest_", "output_buffer", "empty_",
+                                                     "seed_", "noisy", "constant", "input_",
+                                                     "thread_", "lazy_"))]
+
+
+@pytest.mark.parametrize("path", RECOMPUTED, ids=[p.stem for p in RECOMPUTED])
+def test_candidate_verdict_with_answers_recomputed(path, build_cache, monkeypatch):
+    monkeypatch.setenv("CUDAL1_VERIFY_FORKSERVER", "1")
+    monkeypatch.setenv("CUDAL1_VERIFY_KEEP_BYTES", "0")
+    src, task, expect = _case(path)
+    verdict, timing = evaluate(task, Candidate(src, origin=f"test:{path.stem}"),
+                               build_cache_dir=build_cache, timeout_s=120, time_budget_s=0.3)
+    assert verdict.reason in expect.split("|"), (verdict.reason, verdict.detail)
+    assert verdict.accepted == (expect == "ok")
+    if expect == "ok":
+        assert verdict.stats["references"] == "recomputed" and timing.n >= 10
 
 
 def test_forbidden_write_left_no_file():

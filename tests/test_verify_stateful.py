@@ -93,3 +93,17 @@ def test_the_reference_itself_passes_as_its_own_candidate(task):
     verdict, _ = evaluate(task, Candidate(src, "baseline:eager"), device="cpu", trials=2,
                           time_it=False)
     assert verdict.accepted, verdict
+
+
+@pytest.mark.parametrize("source,ok", [(HONEST, True), (IGNORES_STATE, False), (WRONG_UPDATE, False)],
+                         ids=["honest", "ignores", "wrong_update"])
+def test_stateful_checks_hold_with_answers_recomputed(task, source, ok, monkeypatch):
+    """Answers recomputed from each draw's buffers (outputs too large to keep) start from the
+    state at construction like kept ones did."""
+    monkeypatch.setenv("CUDAL1_VERIFY_KEEP_BYTES", "0")
+    verdict, timing = evaluate(task, Candidate(source, "test:s"), device="cpu", trials=2, time_it=ok)
+    assert verdict.accepted == ok, verdict
+    if ok:
+        assert verdict.stats["references"] == "recomputed" and timing.median_ms > 0
+    else:
+        assert verdict.reason == "mismatch" and "in sequence" in verdict.detail

@@ -161,3 +161,28 @@ def test_time_callable_cpu_and_checks_during_timing():
             raise CheckFailed("stale_output", "second check")
     with pytest.raises(CheckFailed):
         time_callable(lambda x: x + 1, sets, "cpu", budget_s=0.3, check=check)
+
+
+def test_references_are_kept_while_they_fit_else_recomputed_from_the_buffers(monkeypatch):
+    from torch_cudal1.verify.references import References
+    bufs = [torch.ones(4)]
+    calls = []
+
+    def answer(k):
+        calls.append(k)
+        return bufs[k] * 2, (bufs[k] * 2).double()
+    out = torch.zeros(4)
+    monkeypatch.setenv("CUDAL1_VERIFY_KEEP_BYTES", str(3 * (16 + 32 + 2 * 16)))
+    kept = References(answer, "cpu")
+    assert kept.fit(3, answer(0), out) and kept.snapshot_home(out) is out
+    kept.append(answer(0))
+    bufs[0].fill_(5)
+    assert kept[0][0].tolist() == [2.0] * 4 and kept.kept(0) is not None and len(calls) == 2
+    monkeypatch.setenv("CUDAL1_VERIFY_KEEP_BYTES", str(3 * (16 + 32 + 2 * 16) - 1))
+    lazy = References(answer, "cpu")
+    assert not lazy.fit(3, answer(0), out)
+    lazy.append(answer(0))
+    # recomputed from what the buffers hold now; nothing kept to tell the old contents by
+    assert lazy[0][0].tolist() == [10.0] * 4 and lazy[-1][1].dtype == torch.float64
+    assert lazy.kept(0) is None and len(lazy) == 1 and len(list(lazy)) == 1
+    assert isinstance(lazy.snapshot_home(out), list)

@@ -8,7 +8,9 @@ Order of work (each step can end it with a verdict):
    ``os.urandom``, so nothing the candidate saw can predict the inputs;
 4. per draw, the candidate runs FIRST (freed blocks of earlier reference outputs are poisoned
    beforehand), its output is snapshotted at return, then the references (native dtype and
-   float64) run; checks: exact tensors, async work, input mutation, values, tampering;
+   float64) run; checks: exact tensors, async work, input mutation, values, tampering (the
+   answers are kept for the later steps while they fit the device, else computed again:
+   ``references.py``);
 5. anti-caching: earlier outputs unchanged (aliasing), the draws again in shuffled order, the
    same input buffers refilled in place, a second run on the same input (nondeterminism), a run
    under a different global RNG state (seed dependence);
@@ -40,6 +42,7 @@ from . import guards, sandbox  # noqa: E402
 from .compare import check_real_tensor, compare, flatten_outputs  # noqa: E402
 from .errors import classify_exception  # noqa: E402
 from .runner import CANDIDATE_FILE, REAL_INPUTS_FILE, REQUEST_FILE, RESULT_FILE  # noqa: E402
+from .references import References  # noqa: E402
 from .state import ModuleState  # noqa: E402
 from ..bench.device_lock import DeviceLock  # noqa: E402
 from ..bench.timing_cpus import timing_cpus  # noqa: E402
@@ -385,7 +388,10 @@ class Harness:
             draws.append([_to(x, self.device) for x in _load_real_inputs(self.wd)])
         self.worst = 0.0
         self._detect_state(draws[0])
-        expected, outs = [], []
+        # answers kept while they fit the device, else computed again from the draw's buffers
+        self.draws = draws
+        expected = References(lambda k: self._reference(self.draws[k]), self.device)
+        outs = []
         for k, inputs in enumerate(draws):
             got = self.call(inputs, f"draw {k}")
             if k == 0:   # the same input twice in a row: results must agree up to rounding
@@ -398,13 +404,15 @@ class Harness:
                     if "ok" in (self.cmp(exp[0], first, exp[1])[0], self.cmp(exp[0], again, exp[1])[0]):
                         raise Reject("nondeterministic", "two runs on the same input differ "
                                                          "beyond rounding")
-                del again
+                del again, first
+                expected.fit(len(draws), exp, got)
             else:
                 exp = self.reference(inputs)
             self.check(exp, got, f"draw {k}", earlier=expected)
             expected.append(exp)
-            outs.append((got, _snapshot(got)))
-        self.draws, self.expected = draws, expected
+            del exp
+            outs.append((got, expected.snapshot_home(_snapshot(got))))
+        self.expected = expected
         # Earlier results must not change under the caller when later calls run.
         for k, (live, frozen) in enumerate(outs):
             if not _same(live, frozen):
@@ -428,6 +436,7 @@ class Harness:
         self.phases["verify_s"] = time.monotonic() - t0
         return {"verdict": Verdict.ok(f"{len(draws)} input draws match; anti-caching checks pass",
                                       rel_error=self.worst, trials=len(draws),
+                                      references="kept" if expected.keep else "recomputed",
                                       reference="float64" if self.ref_hi is not None else "native",
                                       checker="native" if self.checker is not None else "python",
                                       stateful=self.stateful).to_json()}
@@ -484,7 +493,8 @@ class Harness:
         got = self.call(bufs, f"refilled buffers ({when})")
         reason, detail, _ = self.cmp(exp[0], got, exp[1])
         if reason != "ok":
-            stale = self.cmp(self.expected[0][0], got, self.expected[0][1])[0] == "ok"
+            before = self.expected.kept(0)   # unknown where answers are recomputed
+            stale = before is not None and self.cmp(before[0], got, before[1])[0] == "ok"
             raise Reject("stale_output" if stale or reason == "mismatch" else reason,
                          f"inputs refilled in place ({when}): "
                          + ("the previous contents' result came back" if stale else detail))
