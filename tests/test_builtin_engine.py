@@ -150,3 +150,51 @@ def test_cudagraph_candidates_verify_on_gpu():
         verdict, timing = evaluate(task, c, device="cuda", time_it=True)
         assert verdict.accepted, (c.origin, verdict)
         assert timing is not None and timing.median_ms > 0
+
+
+ELEMENTWISE = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, a):
+        return torch.tanh(a) * 2
+
+
+def get_inputs():
+    return [torch.randn(16, 16)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_max_autotune_is_a_candidate_on_gpus_for_graphs_with_products(monkeypatch):
+    """Inductor's max-autotune (Triton templates for products and convolutions, tuned on the
+    device) is proposed on a GPU where the graph has such products, unless it is measured as a
+    baseline already or switched off."""
+    from torch_cudal1.graph import trace
+    real = trace.trace_task
+    monkeypatch.setattr(trace, "trace_task", lambda task, device: real(task, "cpu"))  # no GPU here
+
+    def origins(src, device="cuda", **opts):
+        cands = BuiltinEngine(Options.resolve(opts)).propose(Task(src), [], _ctx(1, device))
+        return {c.origin for c in cands}
+    assert "builtin:inductor-max-autotune" in origins(PLAIN)
+    assert "builtin:inductor-max-autotune" in origins(DIAG)             # nn.Linear: addmm
+    assert "builtin:inductor-max-autotune" not in origins(ELEMENTWISE)
+    assert "builtin:inductor-max-autotune" not in origins(PLAIN, "cpu")
+    assert "builtin:inductor-max-autotune" not in origins(PLAIN, max_autotune="off")
+    assert "builtin:inductor-max-autotune" not in origins(
+        PLAIN, baselines="eager,inductor,inductor-max-autotune")
+    assert "builtin:inductor-max-autotune" in origins(ELEMENTWISE, "cpu", max_autotune="on")
+
+
+def test_the_max_autotune_candidate_is_verified_like_any_other():
+    (c,) = BuiltinEngine(Options.resolve({"max_autotune": "on"})).propose(Task(PLAIN), [], _ctx())
+    assert 'mode="max-autotune-no-cudagraphs"' in c.source
+    verdict, timing = evaluate(Task(PLAIN), c, device="cpu", trials=2, time_it=True)
+    assert verdict.accepted, verdict
+    assert timing is not None and timing.median_ms > 0

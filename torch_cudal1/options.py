@@ -39,6 +39,7 @@ class Options:
     training: str = "inductor"       # graphs that need autograd: inductor | eager
     baselines: str = "eager,inductor"  # comma-separated baselines measured first
     aoti: str = "off"                # built-in AOTInductor candidates: off | auto (GPU only) | on
+    max_autotune: str = "auto"       # built-in candidate: the reference through inductor max-autotune (Triton GEMM/conv templates tuned on the device): auto (GPU, graphs with matrix products or convolutions) | on | off
     arbitrate: str = "auto"          # time the winner against the user's graph (eager, inductor) in-process: auto (GPU) | on | off
     arbitrate_cudagraph: str = "auto"  # the arbiter also times inductor's code on the user's graph replayed as a CUDA graph: auto (on a GPU) | on (the same; kept for scripts) | off
     log_level: str = "INFO"          # DEBUG | INFO | WARNING | ERROR
@@ -101,7 +102,7 @@ class Options:
         flag = str(self.arbitrate_cudagraph).strip().lower()
         self.arbitrate_cudagraph = {"true": "on", "1": "on", "yes": "on", "false": "off", "0": "off",
                                     "no": "off"}.get(flag, flag)
-        for name in ("aoti", "arbitrate", "arbitrate_cudagraph"):
+        for name in ("aoti", "max_autotune", "arbitrate", "arbitrate_cudagraph"):
             if getattr(self, name) not in ("auto", "on", "off"):
                 raise ValueError(f"torch_cudal1 option {name}={getattr(self, name)!r}; expected one "
                                  "of auto, on, off")
