@@ -261,3 +261,41 @@ def test_a_kept_decision_is_made_again_when_a_new_alternative_is_on_offer(tmp_pa
     arbiter.serve(_slow_winner(0.02), _gm(), args, 2, store, "k5", "cpu")
     d = json.loads((store.root / "serve" / "k5.json").read_text())
     assert d["considered"] == ["eager", "inductor"] and "inductor" in d["ms"]
+
+
+def test_max_autotune_is_on_offer_when_asked_for_and_served_where_clearly_faster(tmp_path, args,
+                                                                                 monkeypatch):
+    """``arbitrate_max_autotune``: the user's graph through inductor max-autotune (and, on a GPU
+    with graphs allowed, replayed as a CUDA graph) joins the alternatives; it is compiled only
+    when timed, agrees with the winner, and a decision naming it is kept and followed."""
+    gm = _gm()
+    assert arbiter.AUTOTUNED not in arbiter._alternatives(gm, args)
+    assert arbiter.AUTOTUNED not in arbiter._alternatives(gm, args, autotuned="auto")   # CPU
+    assert set(arbiter._alternatives(gm, args, autotuned="on")) == {
+        arbiter.EAGER, arbiter.INDUCTOR, arbiter.AUTOTUNED}
+    monkeypatch.setattr(arbiter, "_cuda_index", lambda a: 0)   # as if the inputs were on cuda:0
+    assert {arbiter.AUTOTUNED, arbiter.AUTOTUNED_GRAPHED} <= set(
+        arbiter._alternatives(gm, args, graphed="auto", autotuned="auto"))
+    assert arbiter.AUTOTUNED_GRAPHED not in arbiter._alternatives(gm, args, autotuned="auto")
+    monkeypatch.undo()
+
+    store = CacheStore(tmp_path)
+    real = arbiter.time_in_turns
+
+    def autotuned_fastest(fns, a, device, rounds=arbiter.ROUNDS):
+        times = real(fns, a, device, rounds=3)
+        for k, t in times.items():   # what a device where its templates win would measure
+            if k == arbiter.AUTOTUNED:
+                t.median_ms, t.extra["rounds_ms"] = 1e-4, [1e-4] * 3
+        return times
+    monkeypatch.setattr(arbiter, "time_in_turns", autotuned_fastest)
+    fn = arbiter.serve(_slow_winner(0.0), gm, args, 2, store, "k-mat", "cpu", autotuned="on")
+    d = json.loads((store.root / "serve" / "k-mat.json").read_text())
+    assert d["choice"] == arbiter.AUTOTUNED and arbiter.AUTOTUNED in d["considered"], d
+    torch.testing.assert_close(fn(*args)[0], torch.relu(args[0] @ args[1]) * 2.0)
+    # kept: a later process follows it without timing, and a bundle may carry it
+    from torch_cudal1.cache.decisions import valid
+    assert valid(d) is d
+    monkeypatch.setattr(arbiter, "time_in_turns", lambda *a, **k: pytest.fail("timed again"))
+    again = arbiter.serve(_slow_winner(0.0), gm, args, 2, store, "k-mat", "cpu", autotuned="on")
+    torch.testing.assert_close(again(*args)[0], torch.relu(args[0] @ args[1]) * 2.0)

@@ -35,6 +35,12 @@ from .log import logger
 
 WINNER, EAGER, INDUCTOR = "winner", "eager", "inductor"
 INDUCTOR_GRAPHED = "inductor+cudagraph"   # inductor's code replayed as one CUDA graph (GPU only)
+AUTOTUNED = "inductor-max-autotune"       # inductor with its templates tuned on the device
+AUTOTUNED_GRAPHED = "inductor-max-autotune+cudagraph"
+SERVED_AS = {EAGER: "eagerly", INDUCTOR: "through inductor",
+             INDUCTOR_GRAPHED: "through inductor as a CUDA graph",
+             AUTOTUNED: "through inductor max-autotune",
+             AUTOTUNED_GRAPHED: "through inductor max-autotune as a CUDA graph"}
 
 
 def enabled(setting: str, device: str) -> bool:
@@ -125,23 +131,34 @@ def choose(times: dict) -> str:
     return min(clear, key=clear.get) if clear else ref
 
 
-def _alternatives(gm, args: list, graphed: str = "off") -> dict:
+def _alternatives(gm, args: list, graphed: str = "off", autotuned: str = "off") -> dict:
     """Factories: building inductor's version costs a compile, so only when it is timed (once,
     shared by the graphed variant). ``graphed`` (the ``arbitrate_cudagraph`` setting): ``auto``
     and ``on`` offer inductor replayed as a CUDA graph on a GPU — beside torch.compile's own
     cudagraph trees too: the wrapper captures with a cuBLAS workspace of its own, which the
-    trees cannot free under it (``benchmarks/results/h200/session6/call1/coexist``)."""
+    trees cannot free under it (``benchmarks/results/h200/session6/call1/coexist``).
+    ``autotuned`` (``arbitrate_max_autotune``): inductor max-autotune as well (``auto``: on a
+    GPU), replayed as a CUDA graph too where ``graphed`` allows."""
     built: dict = {}
 
-    def inductor():
-        if "fn" not in built:
-            from torch._inductor.compile_fx import compile_fx
-            built["fn"] = compile_fx(gm, list(args))
-        return built["fn"]
+    def compiled(name, patches):
+        def make():
+            if name not in built:
+                from torch._inductor.compile_fx import compile_fx
+                built[name] = compile_fx(gm, list(args), config_patches=patches)
+            return built[name]
+        return make
+    inductor = compiled(INDUCTOR, None)
     alts = {EAGER: lambda: gm.forward, INDUCTOR: inductor}
-    index = _cuda_index(args) if graphed in ("auto", "on") else None
-    if index is not None:
+    index = _cuda_index(args)
+    if index is not None and graphed in ("auto", "on"):
         alts[INDUCTOR_GRAPHED] = lambda: as_cuda_graph(inductor())
+    if autotuned == "on" or (autotuned == "auto" and index is not None):
+        from torch._inductor import list_mode_options
+        tuned = compiled(AUTOTUNED, list_mode_options("max-autotune-no-cudagraphs"))
+        alts[AUTOTUNED] = tuned
+        if index is not None and graphed in ("auto", "on"):
+            alts[AUTOTUNED_GRAPHED] = lambda: as_cuda_graph(tuned())
     return alts
 
 
@@ -173,14 +190,14 @@ def _on_own_inputs(fn, n: int):
 
 
 def serve(winner, gm, full: list, n_args: int, store, key: str, device: str,
-          graphed: str = "off", may_time: bool = True):
+          graphed: str = "off", may_time: bool = True, autotuned: str = "off"):
     """The implementation to serve for this graph (``choose``): the user's graph through
     inductor, or the runner's ``winner``, the user's graph eagerly (or, as ``graphed`` allows,
     inductor's code replayed as a CUDA graph) where one of those is clearly faster here.
     Without ``may_time`` (cache-only serving) a kept decision is followed as it is, and without
     one the winner is served: nothing is timed."""
     args = list(full[:n_args])
-    alts = _alternatives(gm, args, graphed)
+    alts = _alternatives(gm, args, graphed, autotuned)
     decision = read_decision(store, key)
     if (decision is not None and may_time
             and not set(alts) <= set(decision.get("considered", alts))):
@@ -224,7 +241,5 @@ def serve(winner, gm, full: list, n_args: int, store, key: str, device: str,
     _write_decision(store, key, decision)
     if best != WINNER:
         logger.info("serving the graph %s for %s: %.4f ms here vs the search's winner %.4f ms",
-                    {EAGER: "eagerly", INDUCTOR: "through inductor"}.get(
-                        best, "through inductor as a CUDA graph"), key,
-                    times[best].median_ms, w.median_ms)
+                    SERVED_AS[best], key, times[best].median_ms, w.median_ms)
     return built[best]

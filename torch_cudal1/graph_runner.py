@@ -134,7 +134,8 @@ class GraphRunner:
             # cache was warmed (or shipped in its bundle), else serves the winner.
             return arbiter.serve(impl, self.dynamo_gm, full, len(full) - len(self.consts), store,
                                  key, device, graphed=self.options.arbitrate_cudagraph,
-                                 may_time=self.options.mode != "cache-only")
+                                 may_time=self.options.mode != "cache-only",
+                                 autotuned=self.options.arbitrate_max_autotune)
         except Exception as e:  # noqa: BLE001 - arbitration is an optimisation, never a failure
             if self.options.strict:
                 raise

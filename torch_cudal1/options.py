@@ -41,6 +41,7 @@ class Options:
     aoti: str = "off"                # built-in AOTInductor candidates: off | auto (GPU only) | on
     max_autotune: str = "auto"       # built-in candidate: the reference through inductor max-autotune (Triton GEMM/conv templates tuned on the device): auto (GPU, graphs with matrix products or convolutions) | on | off
     arbitrate: str = "auto"          # time the winner against the user's graph (eager, inductor) in-process: auto (GPU) | on | off
+    arbitrate_max_autotune: str = "off"  # the arbiter also times the user's graph through inductor max-autotune (and, with arbitrate_cudagraph, replayed as a CUDA graph): auto (GPU) | on | off; costs its compile (2-80 s per graph on real models)
     arbitrate_cudagraph: str = "auto"  # the arbiter also times inductor's code on the user's graph replayed as a CUDA graph: auto (on a GPU) | on (the same; kept for scripts) | off
     log_level: str = "INFO"          # DEBUG | INFO | WARNING | ERROR
     progress: bool = True            # one line per candidate on stderr
@@ -102,7 +103,8 @@ class Options:
         flag = str(self.arbitrate_cudagraph).strip().lower()
         self.arbitrate_cudagraph = {"true": "on", "1": "on", "yes": "on", "false": "off", "0": "off",
                                     "no": "off"}.get(flag, flag)
-        for name in ("aoti", "max_autotune", "arbitrate", "arbitrate_cudagraph"):
+        for name in ("aoti", "max_autotune", "arbitrate", "arbitrate_cudagraph",
+                     "arbitrate_max_autotune"):
             if getattr(self, name) not in ("auto", "on", "off"):
                 raise ValueError(f"torch_cudal1 option {name}={getattr(self, name)!r}; expected one "
                                  "of auto, on, off")

@@ -11,8 +11,9 @@ import os
 from pathlib import Path
 
 # What a decision may name: the search's winner, the user's graph eagerly, through inductor,
-# through inductor replayed as a CUDA graph.
-CHOICES = ("winner", "eager", "inductor", "inductor+cudagraph")
+# through inductor replayed as a CUDA graph, through inductor max-autotune (and replayed).
+CHOICES = ("winner", "eager", "inductor", "inductor+cudagraph", "inductor-max-autotune",
+           "inductor-max-autotune+cudagraph")
 
 
 def decision_path(store, key: str) -> Path:
