@@ -122,8 +122,8 @@ def test_cache_only_follows_a_kept_decision_and_never_times(tmp_path):
                 raise AssertionError("cache-only must not time")
             arbiter._time = arbiter.time_in_turns = no
             alternatives = arbiter._alternatives
-            def spy(gm, args, graphed="off"):
-                alts = alternatives(gm, args, graphed)
+            def spy(gm, args, graphed="off", autotuned="off"):
+                alts = alternatives(gm, args, graphed, autotuned)
                 return {{k: (lambda k=k, f=f: built.append(k) or f()) for k, f in alts.items()}}
             arbiter._alternatives = spy
         def f(x):
