@@ -246,6 +246,25 @@ def test_inductor_replayed_as_a_cuda_graph_on_the_users_graph(tmp_path):
             torch.testing.assert_close(o, gm(xi, *w)[0], rtol=1e-3, atol=1e-3)
 
 
+@pytest.mark.gpu
+def test_max_autotune_on_the_users_graph_on_a_gpu(tmp_path):
+    """``arbitrate_max_autotune``: inductor max-autotune's code, and it replayed as a CUDA graph,
+    are built, agree with the winner and are timed; what is served answers fresh inputs right."""
+    torch.manual_seed(0)
+    w = [torch.randn(256, 256, device="cuda") / 16 for _ in range(4)]
+    gm = _chain_gm(4)
+    x = torch.randn(64, 256, device="cuda")
+    with torch.no_grad():
+        store = CacheStore(tmp_path)
+        fn = arbiter.serve(gm.forward, gm, [x, *w], 5, store, "t", "cuda:0", graphed="auto",
+                           autotuned="auto")
+        d = json.loads((store.root / "serve" / "t.json").read_text())
+        assert {arbiter.AUTOTUNED, arbiter.AUTOTUNED_GRAPHED} <= set(d["ms"]), d
+        for _ in range(3):
+            xi = torch.randn(64, 256, device="cuda")
+            torch.testing.assert_close(fn(xi, *w)[0], gm(xi, *w)[0], rtol=1e-3, atol=1e-3)
+
+
 def test_a_kept_decision_is_made_again_when_a_new_alternative_is_on_offer(tmp_path, args, monkeypatch):
     store = CacheStore(tmp_path)
     monkeypatch.setattr(arbiter, "_alternatives", lambda g, a, *_: {arbiter.EAGER: lambda: g.forward})
