@@ -170,11 +170,29 @@ def get_init_inputs():
     return []
 '''
 
+ROWWISE = '''
+import torch
+import torch.nn as nn
 
-def test_max_autotune_is_a_candidate_on_gpus_for_graphs_with_products(monkeypatch):
-    """Inductor's max-autotune (Triton templates for products and convolutions, tuned on the
-    device) is proposed on a GPU where the graph has such products, unless it is measured as a
-    baseline already or switched off."""
+
+class Model(nn.Module):
+    def forward(self, a):
+        return torch.softmax(a, dim=-1) * 2
+
+
+def get_inputs():
+    return [torch.randn(16, 16)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_max_autotune_is_a_candidate_on_gpus_for_graphs_it_tunes(monkeypatch):
+    """Inductor's max-autotune (Triton templates for products and convolutions, reductions' block
+    sizes, tuned on the device) is proposed on a GPU where the graph has such ops, unless it is
+    measured as a baseline already or switched off."""
     from torch_cudal1.graph import trace
     real = trace.trace_task
     monkeypatch.setattr(trace, "trace_task", lambda task, device: real(task, "cpu"))  # no GPU here
@@ -184,6 +202,7 @@ def test_max_autotune_is_a_candidate_on_gpus_for_graphs_with_products(monkeypatc
         return {c.origin for c in cands}
     assert "builtin:inductor-max-autotune" in origins(PLAIN)
     assert "builtin:inductor-max-autotune" in origins(DIAG)             # nn.Linear: addmm
+    assert "builtin:inductor-max-autotune" in origins(ROWWISE)            # a reduction
     assert "builtin:inductor-max-autotune" not in origins(ELEMENTWISE)
     assert "builtin:inductor-max-autotune" not in origins(PLAIN, "cpu")
     assert "builtin:inductor-max-autotune" not in origins(PLAIN, max_autotune="off")

@@ -39,7 +39,7 @@ class Options:
     training: str = "inductor"       # graphs that need autograd: inductor | eager
     baselines: str = "eager,inductor"  # comma-separated baselines measured first
     aoti: str = "off"                # built-in AOTInductor candidates: off | auto (GPU only) | on
-    max_autotune: str = "auto"       # built-in candidate: the reference through inductor max-autotune (Triton GEMM/conv templates tuned on the device): auto (GPU, graphs with matrix products or convolutions) | on | off
+    max_autotune: str = "auto"       # built-in candidate: the reference through inductor max-autotune (Triton GEMM/conv templates and reduction block sizes tuned on the device): auto (GPU, graphs with matrix products, convolutions or reductions) | on | off
     arbitrate: str = "auto"          # time the winner against the user's graph (eager, inductor) in-process: auto (GPU) | on | off
     arbitrate_max_autotune: str = "off"  # the arbiter also times the user's graph through inductor max-autotune (and, with arbitrate_cudagraph, replayed as a CUDA graph): auto (GPU) | on | off; costs its compile (2-80 s per graph on real models)
     arbitrate_cudagraph: str = "auto"  # the arbiter also times inductor's code on the user's graph replayed as a CUDA graph: auto (on a GPU) | on (the same; kept for scripts) | off

@@ -12,8 +12,9 @@ Round 1 proposes what the task's own graph allows:
   ``builtin:aoti`` — the reference (or the rewritten graph) through AOTInductor: inductor's
   kernels behind a C++ wrapper, no guards or Python wrapper per call (option ``aoti``).
 * ``builtin:inductor-max-autotune`` — the reference through inductor's max-autotune: Triton
-  templates for its matrix products and convolutions, epilogues fused, tuned on this device
-  (option ``max_autotune``: by default on a GPU for graphs with such products).
+  templates for its matrix products and convolutions, epilogues fused, and reductions' block
+  sizes, all tuned on this device (option ``max_autotune``: by default on a GPU for graphs with
+  such ops).
 
 Round 2 (GPU) wraps the fastest verified non-graph candidate so far (a baseline such as inductor,
 or a rewrite) in CUDA-graph replay, when it is short enough to be launch-bound. Later rounds, or a
@@ -40,7 +41,7 @@ class BuiltinEngine(Engine):
     def __init__(self, options=None):
         self.options = options
         self._proposed: set[str] = set()
-        self._templated = False   # the task's graph has matrix products or convolutions
+        self._tunable = False   # the task's graph has products, convolutions or reductions
 
     # -- round 1 -----------------------------------------------------------------------------
     def _rewrite_candidates(self, task, ctx: SearchContext) -> list[Candidate]:
@@ -48,7 +49,7 @@ class BuiltinEngine(Engine):
         from ...rewrites import KERNEL_CHOICE, NAMES, apply_rewrites
         try:
             traced = trace_task(task, ctx.device)
-            self._templated = max_autotune.has_templated_ops(traced.gm)
+            self._tunable = max_autotune.has_tunable_ops(traced.gm)
             results = [apply_rewrites(traced.gm)]
             if set(results[0].fired) & KERNEL_CHOICE:   # and the graph with only exact removals
                 exact = apply_rewrites(traced.gm, only=[n for n in NAMES if n not in KERNEL_CHOICE])
@@ -104,7 +105,7 @@ class BuiltinEngine(Engine):
                                    "builtin:aoti"))
         setting = getattr(self.options, "max_autotune", "auto")
         measured = self.options.baseline_names() if self.options is not None else []
-        if max_autotune.enabled(setting, ctx.device, self._templated) \
+        if max_autotune.enabled(setting, ctx.device, self._tunable) \
                 and "inductor-max-autotune" not in measured:
             base = baseline_candidate(task, "inductor-max-autotune")
             cands.append(Candidate(base.source, "builtin:inductor-max-autotune"))
