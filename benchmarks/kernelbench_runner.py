@@ -252,7 +252,7 @@ def run_task(row: dict, args, ceilings: dict) -> dict:
             base = min((a for a in res.attempts if a.candidate.origin.startswith("baseline:")
                         and a.verdict.accepted and a.timing), key=lambda a: a.timing.median_ms)
             if verdict.accepted and timing and timing.median_ms < rec["replay_ms"] \
-                    and search._beats(Attempt(cand, verdict, timing), base):
+                    and search.beats(Attempt(cand, verdict, timing), base):
                 rec["replay_ms"], rec["replay_winner"] = timing.median_ms, cand.origin
     finally:
         res.cleanup()

@@ -112,6 +112,52 @@ def test_cudagraph_wrapper_runs_its_inner_model_off_the_gpu():
     assert verdict.accepted, verdict
 
 
+def _wrapped(forward_src: str):
+    ns = {"__name__": "wrapped_under_test"}
+    src = ("import torch\n\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x, y):\n"
+           f"        return {forward_src}\n")
+    exec(compile(cudagraph.wrap(src), "<wrapped>", "exec"), ns)
+    return ns["ModelNew"]()
+
+
+def _as_if_captured(m, inputs):
+    """What ``_capture`` leaves behind, with a stand-in graph whose replay recomputes into the
+    captured outputs (CPU: no CUDA graphs here); the per-call path is then the real one."""
+    import torch.utils._pytree as pytree
+    static = [x.clone() for x in inputs]
+    out = m.inner(*static)
+    leaves, spec = pytree.tree_flatten(out)
+
+    class Graph:
+        def replay(self):
+            for leaf, new in zip(leaves, pytree.tree_flatten(m.inner(*static))[0]):
+                leaf.copy_(new)
+    m._plan.settled, m._plan.copied = True, tuple(range(len(inputs)))
+    m._cg = (Graph(), static, leaves, None if isinstance(out, torch.Tensor) else spec,
+             len(inputs), m._sig(inputs, m._plan.copied), m._plan.copied)
+
+
+@pytest.mark.parametrize("forward_src", ["x * y", "(x * y, x + y)"], ids=["tensor", "tuple"])
+def test_the_replay_path_gives_fresh_right_outputs_and_steps_aside_for_new_shapes(forward_src):
+    torch.set_grad_enabled(False)
+    try:
+        m = _wrapped(forward_src)
+        _as_if_captured(m, [torch.randn(4, 3), torch.randn(4, 3)])
+        draws = [(torch.randn(4, 3), torch.randn(4, 3)) for _ in range(3)]
+        outs = [m(*d) for d in draws]
+        for (x, y), o in zip(draws, outs):   # each call's own answer, untouched by later calls
+            torch.testing.assert_close(o, m.inner(x, y))
+        assert m._sig(draws[0], (0, 1)) == m._cg[5]
+        # another shape (or layout) does not match the capture: off the GPU, the inner model
+        wide = (torch.randn(4, 5), torch.randn(4, 5))
+        assert m._sig(wide, (0, 1)) != m._cg[5]
+        torch.testing.assert_close(m(*wide), m.inner(*wide))
+        t = torch.randn(3, 4).t()
+        assert m._sig((t, t), (0, 1)) != m._cg[5]
+    finally:
+        torch.set_grad_enabled(True)
+
+
 def _attempt(origin, ms, source="x"):
     return Attempt(Candidate(source, origin), Verdict.ok(), Timing(ms, 0.0, 5))
 

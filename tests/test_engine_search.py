@@ -93,7 +93,7 @@ def test_server_down_mid_search_keeps_a_verified_fallback(tmp_path):
         # round 1's answer is kept, verified, and wins by the search's own rule: beyond the
         # measured noise (on a loaded CI host the reference's spread can swallow even 100x)
         assert by["openai:r1s0"].verdict.accepted, tried
-        beats = search._beats(by["openai:r1s0"], by["baseline:eager"])
+        beats = search.beats(by["openai:r1s0"], by["baseline:eager"])
         assert res.winner.candidate.origin == ("openai:r1s0" if beats else "baseline:eager"), tried
     finally:
         res.cleanup()

@@ -103,7 +103,7 @@ def _notch(t) -> float:
     return NOTCH * t.spread_ms / math.sqrt(max(t.n, 1))
 
 
-def _beats(a: Attempt, base: Attempt) -> bool:
+def beats(a: Attempt, base: Attempt) -> bool:
     """``a`` is faster than ``base`` beyond the measured noise: its median is lower by at least
     ``MIN_GAIN`` of ``base``'s, and the two medians' intervals do not overlap. (The spreads
     themselves were the margin before: launch-bound calls spread widely, and a replay three
@@ -249,7 +249,7 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
     winner = best_base
     if found:
         best = min(found, key=lambda a: a.timing.median_ms)
-        if _beats(best, best_base):
+        if beats(best, best_base):
             winner = best
     result = SearchResult(key=key, winner=winner, attempts=attempts, eager_ms=refs.get("eager"),
                           inductor_ms=refs.get("inductor"), rounds_run=rounds_run,

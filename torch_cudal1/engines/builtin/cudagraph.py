@@ -45,8 +45,9 @@ class ModelNew(_cudal1_torch.nn.Module):
 
     @staticmethod
     def _sig(inputs, indices):
-        return tuple((tuple(x.shape), x.stride(), x.dtype, x.device) if isinstance(x, _cudal1_torch.Tensor)
-                     else ("=", type(x).__name__, repr(x)) for x in (inputs[i] for i in indices))
+        # per call, so kept cheap: torch.Size compares as it is (no tuple() copy)
+        return [(x.shape, x.stride(), x.dtype, x.device) if isinstance(x, _cudal1_torch.Tensor)
+                else ("=", type(x).__name__, repr(x)) for x in [inputs[i] for i in indices]]
 
     def _grad_needed(self):
         return _cudal1_torch.is_grad_enabled() and any(p.requires_grad for p in self.parameters())
@@ -75,6 +76,8 @@ class ModelNew(_cudal1_torch.nn.Module):
         finally:
             _cudal1_clear_cublas()
         leaves, spec = _cudal1_cg_pytree.tree_flatten(out)
+        if isinstance(out, _cudal1_torch.Tensor) and type(out) is _cudal1_torch.Tensor:
+            spec = None
         copied = self._plan.copied
         self._cg = (graph, static, leaves, spec, len(inputs), self._sig(inputs, copied), copied)
 
@@ -85,6 +88,8 @@ class ModelNew(_cudal1_torch.nn.Module):
             if isinstance(s, _cudal1_torch.Tensor):
                 s.copy_(inputs[i])
         graph.replay()
+        if spec is None:   # one tensor out: no pytree on the per-call path
+            return leaves[0].clone()
         fresh = [x.clone() if isinstance(x, _cudal1_torch.Tensor) else x for x in leaves]
         return _cudal1_cg_pytree.tree_unflatten(fresh, spec)
 
