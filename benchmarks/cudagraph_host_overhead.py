@@ -5,13 +5,18 @@ Launch-bound graphs (KernelBench's 0.03-0.1 ms tasks) pay this on every call, so
 on its own: CPU tensors, the graph's replay stubbed out (no GPU needed), everything else the real
 per-call path (signature check, input plan, copies, fresh outputs).
 
-    PYTHONPATH=. python3 benchmarks/cudagraph_host_overhead.py [--inputs 2] [--numel 4]
+    PYTHONPATH=. python3 benchmarks/cudagraph_host_overhead.py [--inputs 2] [--numel 4] [--against REV]
+
+``--against REV`` adds the wrapper as it was at git revision REV, timed in turns with today's.
 """
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -28,20 +33,35 @@ class _StubGraph:
         pass
 
 
-def wrapped(n_inputs: int, numel: int):
+def wrapper_at(rev: str):
+    """The wrapper module as it was at git revision ``rev``."""
+    root = Path(__file__).resolve().parents[1]
+    d = Path(tempfile.mkdtemp(prefix="cudal1-wrapper-"))
+    for name in ("cudagraph.py", "graph_inputs.py"):
+        src = subprocess.run(["git", "show", f"{rev}:torch_cudal1/engines/builtin/{name}"],
+                             cwd=root, capture_output=True, text=True, check=True).stdout
+        (d / name).write_text(src)
+    spec = importlib.util.spec_from_file_location(f"cudagraph_at_{rev}", d / "cudagraph.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def wrapped(n_inputs: int, numel: int, module=cudagraph):
     """A wrapped ``ModelNew`` summing its inputs, left as a capture leaves it."""
     names = ", ".join(f"x{i}" for i in range(n_inputs))
     src = ("import torch\n\n\nclass ModelNew(torch.nn.Module):\n"
            f"    def forward(self, {names}):\n        return {' + '.join(names.split(', '))}\n")
     ns = {"__name__": "cudal1_overhead_bench"}
-    exec(compile(cudagraph.wrap(src), "<wrapped>", "exec"), ns)  # our own template
+    exec(compile(module.wrap(src), "<wrapped>", "exec"), ns)  # our own template
     m = ns["ModelNew"]()
     static = [torch.randn(numel) for _ in range(n_inputs)]
     out = m.inner(*static)
     leaves, _ = pytree.tree_flatten(out)
     m._plan.settled, m._plan.copied = True, tuple(range(n_inputs))
-    m._cg = (_StubGraph(), static, leaves, None, n_inputs, m._sig(static, m._plan.copied),
-             m._plan.copied)
+    single = "spec is None" in module.WRAPPER   # wrappers before session 6 always unflatten
+    m._cg = (_StubGraph(), static, leaves, None if single else pytree.tree_flatten(out)[1],
+             n_inputs, m._sig(static, m._plan.copied), m._plan.copied)
     return m, static, leaves
 
 
@@ -60,6 +80,7 @@ def main(argv=None) -> int:
     ap.add_argument("--numel", type=int, default=4)
     ap.add_argument("--calls", type=int, default=20000)
     ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--against", metavar="REV", help="also the wrapper at this git revision")
     args = ap.parse_args(argv)
     torch.set_grad_enabled(False)
     m, static, leaves = wrapped(args.inputs, args.numel)
@@ -73,12 +94,18 @@ def main(argv=None) -> int:
     def bare(*xs):
         return m.inner(*xs)
     rows = {"wrapper replay path": m, "copies in + clone out": floor, "the op itself": bare}
+    if args.against:
+        rows[f"wrapper replay path at {args.against}"] = wrapped(
+            args.inputs, args.numel, wrapper_at(args.against))[0]
+    times: dict = {name: [] for name in rows}
+    for _ in range(args.repeats):   # in turns, so a drifting host biases none of them
+        for name, fn in rows.items():
+            times[name].append(per_call_us(fn, sets, args.calls))
     print(f"| path | host us per call (median of {args.repeats}; {args.inputs} inputs of "
           f"{args.numel} elements, CPU) |")
     print("|---|---|")
-    for name, fn in rows.items():
-        us = statistics.median(per_call_us(fn, sets, args.calls) for _ in range(args.repeats))
-        print(f"| {name} | {us:.2f} |")
+    for name, ts in times.items():
+        print(f"| {name} | {statistics.median(ts):.2f} |")
     return 0
 
 
