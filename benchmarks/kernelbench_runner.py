@@ -62,9 +62,8 @@ def load_tasks(args) -> list[dict]:
     """Tasks of ``--data`` (a jsonl with CUDA-L1's solutions) and of ``--tasks`` (a folder); with
     only ``--tasks`` given, those alone. A task in both is the data file's (it has a solution)."""
     rows = []
-    data = args.data or (None if args.tasks else str(DEFAULT_DATA))
-    if data:
-        for line in Path(data).read_text().splitlines():
+    if args.data:   # main() fills in the default where --tasks is not given
+        for line in Path(args.data).read_text().splitlines():
             if line.strip():
                 r = json.loads(line)
                 rows.append({"id": f"L{r['level_id']}_{r['task_id']}", "level": int(r["level_id"]),
