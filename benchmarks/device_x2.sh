@@ -24,7 +24,7 @@
 # RETRY=1 runs again the tasks whose latest record is a failure (of the harness, since fixed).
 # MAX_AUTOTUNE=1 / REDUCE_OVERHEAD=1 add torch.compile's max-autotune / reduce-overhead modes to
 # the real models, PLAIN=1 cudal1 without the arbiter's CUDA-graph alternative (arbitrate_cudagraph
-# off). Part real: MODELS0= (empty) runs no real models on GPU 0; ATTN=1 runs
+# off). Part real: MODELS0= / MODELS= (empty) run no real models on GPU 0 / GPU 1; ATTN=1 runs
 # benchmarks/attention_check.py there first, COEXIST=1 benchmarks/cudagraph_coexist.py (with
 # COEXIST_ARGS);
 # GPU_TESTS= (empty) skips its GPU tests; NO_CUDNN_SDP=1: real models without cuDNN attention.
@@ -137,7 +137,8 @@ elif [ "$PART" = real ]; then
     fi
     [ -n "${MODELS0-resnet18}" ] && real_models 0 ${MODELS0-resnet18}
     run_gpu 0 p$PART $(( $(left) - 10 )) ) &
-  ( real_models 1 ${MODELS:-bert,gpt2}; run_gpu 1 p$PART $(( $(left) - 10 )) ) &
+  ( [ -n "${MODELS-bert,gpt2}" ] && real_models 1 ${MODELS-bert,gpt2}
+    run_gpu 1 p$PART $(( $(left) - 10 )) ) &
   wait
   tail -3 $W/gpu_tests_real.log; cat $W/real*/real_models.md $W/coexist/coexist.jsonl 2>/dev/null
 else
