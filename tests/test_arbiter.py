@@ -318,3 +318,30 @@ def test_max_autotune_is_on_offer_when_asked_for_and_served_where_clearly_faster
     monkeypatch.setattr(arbiter, "time_in_turns", lambda *a, **k: pytest.fail("timed again"))
     again = arbiter.serve(_slow_winner(0.0), gm, args, 2, store, "k-mat", "cpu", autotuned="on")
     torch.testing.assert_close(again(*args)[0], torch.relu(args[0] @ args[1]) * 2.0)
+
+
+def test_max_autotune_is_not_compiled_again_for_a_winner_that_is_max_autotune(tmp_path, args,
+                                                                             monkeypatch):
+    """Where the search's winner already is inductor max-autotune (plain or replayed as a CUDA
+    graph), the search weighed it against the rest: the arbiter does not spend another
+    max-autotune compile on the same graph, and other winners still get it."""
+    gm = _gm()
+    offered = []
+    real = arbiter._alternatives
+
+    def spy(*a, **k):
+        alts = real(*a, **k)
+        offered.append(set(alts))
+        return alts
+    monkeypatch.setattr(arbiter, "_alternatives", spy)
+    quick = arbiter.time_in_turns
+    monkeypatch.setattr(arbiter, "time_in_turns", lambda fns, a, device, rounds=3: quick(fns, a, device, 3))
+    store = CacheStore(tmp_path)
+    for k, origin in enumerate(["builtin:inductor-max-autotune",
+                                "builtin:inductor-max-autotune+cudagraph", "builtin:cudagraph"]):
+        w = _slow_winner(0.0)
+        w.origin = origin
+        fn = arbiter.serve(w, gm, args, 2, store, f"k-origin{k}", "cpu", autotuned="on")
+        torch.testing.assert_close(fn(*args)[0], torch.relu(args[0] @ args[1]) * 2.0)
+    assert [arbiter.AUTOTUNED in o for o in offered] == [False, False, True]
+

@@ -172,3 +172,42 @@ def test_a_kernelbench_folder_adds_its_tasks_to_the_data_files(tmp_path, monkeyp
     (out2 / "ceilings.json").write_text((out / "ceilings.json").read_text())
     kb.main(["--tasks", str(folder), "--device", "cpu", "--out", str(out2), "--no-replay"])
     assert [r[0] for r in ran] == ["L1_3", "L2_1", "L2_10", "L3_5"]
+
+
+def test_a_solution_out_of_memory_beside_the_search_is_verified_again_alone(tmp_path, monkeypatch):
+    """The CUDA-L1 solution is verified beside the search's children; a ``memory`` verdict there
+    is not its verdict: it is verified again once the search is done."""
+    import types
+
+    import torch_cudal1.search as search_mod
+    import torch_cudal1.verify as verify_mod
+    from torch_cudal1.contracts import Timing, Verdict
+    kb, _, _ = _fake_queue(tmp_path, 1, (1,))
+    timing = Timing(median_ms=0.5, spread_ms=0.01, n=50, method="cpu_perf_counter", extra={})
+    base = types.SimpleNamespace(candidate=types.SimpleNamespace(origin="baseline:eager"),
+                                 verdict=Verdict.ok(), timing=timing, seconds=1.0)
+    searching = []
+
+    def fake_search(task, opts, device, key="", progress=None):
+        searching.append(True)
+        return types.SimpleNamespace(winner=base, attempts=[base], eager_ms=0.5, inductor_ms=0.6,
+                                     cleanup=lambda: searching.pop())
+    verdicts = []
+
+    def fake_evaluate(task, cand, **kw):
+        crowded = bool(searching)   # the search still running beside it
+        verdicts.append(crowded)
+        if len(verdicts) == 1:
+            return Verdict.reject("memory", "OutOfMemoryError: CUDA out of memory."), None
+        return Verdict.ok(), Timing(median_ms=0.1, spread_ms=0.001, n=50,
+                                        method="cpu_perf_counter", extra={})
+    monkeypatch.setattr(search_mod, "run_search", fake_search)
+    monkeypatch.setattr(verify_mod, "evaluate", fake_evaluate)
+    row = {"id": "L1_1", "level": 1, "ref_code": "x = 1\n", "custom_code": "y = 2\n"}
+    args = types.SimpleNamespace(device="cpu", out=str(tmp_path / "o"), data=None, rounds=1,
+                                 fast=True, task_timeout=60.0, builds_per_task=1, no_replay=False,
+                                 max_autotune=False)
+    rec = kb.run_task(row, args, {})
+    assert len(verdicts) == 2
+    assert rec["replay_candidate"]["accepted"] and rec["replay_candidate"]["reason"] != "memory"
+    assert rec["replay_ms"] == 0.1

@@ -78,3 +78,26 @@ def test_builds_in_parallel_timing_serial(tmp_path, monkeypatch):
     assert by_origin["scripted:wrong"].verdict.reason == "mismatch"
     assert by_origin["scripted:a"].verdict.accepted and by_origin["scripted:a"].timing
     result.cleanup()
+
+
+def test_out_of_memory_beside_siblings_is_verified_again_alone(tmp_path, monkeypatch):
+    """A candidate that ran out of device memory while its siblings' children held theirs says
+    nothing of itself: it is verified again alone (and timed when it passes), not rejected."""
+    from torch_cudal1.contracts import Verdict
+    calls = []
+    real = search.evaluate
+
+    def crowded(task, cand, **kw):
+        calls.append((cand.origin, kw.get("time_it", True)))
+        if cand.origin == "scripted:b" and kw.get("time_it") is False:   # beside its siblings
+            return Verdict.reject("memory", "OutOfMemoryError: CUDA out of memory."), None
+        return real(task, cand, **kw)
+    monkeypatch.setattr(search, "evaluate", crowded)
+    opts = Options.resolve({"baselines": "eager", "rounds": 1, "samples": 3, "trials": 1,
+                            "parallel_builds": 3, "cache_dir": str(tmp_path)}, env={})
+    result = search.run_search(Task(TASK), opts, "cpu", engine=ThreeCandidates())
+    by_origin = {a.candidate.origin: a for a in result.attempts}
+    assert ("scripted:b", True) in calls
+    assert by_origin["scripted:b"].verdict.accepted and by_origin["scripted:b"].timing
+    assert ("scripted:wrong", True) not in calls   # other rejections stay final
+    result.cleanup()

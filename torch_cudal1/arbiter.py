@@ -197,6 +197,10 @@ def serve(winner, gm, full: list, n_args: int, store, key: str, device: str,
     Without ``may_time`` (cache-only serving) a kept decision is followed as it is, and without
     one the winner is served: nothing is timed."""
     args = list(full[:n_args])
+    if AUTOTUNED in str(getattr(winner, "origin", "") or ""):
+        # the search already weighed max-autotune (and its replay as a CUDA graph) against the
+        # rest: compiling it again here would only cost a minute per graph
+        autotuned = "off"
     alts = _alternatives(gm, args, graphed, autotuned)
     decision = read_decision(store, key)
     if (decision is not None and may_time

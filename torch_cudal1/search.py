@@ -216,8 +216,9 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
             for s, cand in enumerate(cands):
                 cand.round, cand.sample = r, s
                 early = pre.get(id(cand))
-                if early is not None and not early.accepted:
-                    # Rejected while building/verifying in parallel: never timed.
+                if early is not None and not early.accepted and early.reason != "memory":
+                    # Rejected while building/verifying in parallel: never timed. Out of memory
+                    # beside its siblings says nothing of the candidate: it is verified again alone.
                     a = Attempt(cand, early)
                     attempts.append(a)
                     say(_fmt_line(a))
