@@ -29,6 +29,7 @@
 # COEXIST_ARGS);
 # GPU_TESTS= (empty) skips its GPU tests; NO_CUDNN_SDP=1: real models without cuDNN attention.
 # IDS=L1_61,... limits the runner to those tasks, AGAIN=1 runs them even where they have records.
+# Part real: ALONE_IDS=L2_34,... runs those first on GPU 1, one at a time (ALONE_S seconds), again.
 set -u
 PART=${1:-1}
 LIMIT=${LIMIT:-570}          # seconds this script may use in all
@@ -138,6 +139,9 @@ elif [ "$PART" = real ]; then
     [ -n "${MODELS0-resnet18}" ] && real_models 0 ${MODELS0-resnet18}
     run_gpu 0 p$PART $(( $(left) - 10 )) ) &
   ( [ -n "${MODELS-bert,gpt2}" ] && real_models 1 ${MODELS-bert,gpt2}
+    if [ -n "${ALONE_IDS:-}" ]; then   # tasks that need the device's memory to themselves
+      ( IDS=$ALONE_IDS JOBS=1 AGAIN=1; run_gpu 1 alone ${ALONE_S:-300} )
+    fi
     run_gpu 1 p$PART $(( $(left) - 10 )) ) &
   wait
   tail -3 $W/gpu_tests_real.log; cat $W/real*/real_models.md $W/coexist/coexist.jsonl 2>/dev/null

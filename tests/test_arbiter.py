@@ -320,28 +320,50 @@ def test_max_autotune_is_on_offer_when_asked_for_and_served_where_clearly_faster
     torch.testing.assert_close(again(*args)[0], torch.relu(args[0] @ args[1]) * 2.0)
 
 
-def test_max_autotune_is_not_compiled_again_for_a_winner_that_is_max_autotune(tmp_path, args,
-                                                                             monkeypatch):
-    """Where the search's winner already is inductor max-autotune (plain or replayed as a CUDA
-    graph), the search weighed it against the rest: the arbiter does not spend another
-    max-autotune compile on the same graph, and other winners still get it."""
+def test_a_max_autotune_winner_is_not_compiled_again_but_is_timed_as_a_cuda_graph(tmp_path, args,
+                                                                                  monkeypatch):
+    """Where the search's winner already is inductor max-autotune's code, the arbiter spends no
+    second max-autotune compile on the same graph; where graphs are allowed it times that winner
+    replayed as a CUDA graph (no compile), which a decision may then name. Other winners still get
+    max-autotune compiled."""
     gm = _gm()
-    offered = []
-    real = arbiter._alternatives
-
-    def spy(*a, **k):
-        alts = real(*a, **k)
-        offered.append(set(alts))
-        return alts
-    monkeypatch.setattr(arbiter, "_alternatives", spy)
+    monkeypatch.setattr(arbiter, "_cuda_index", lambda a: 0)   # graphs allowed, as on cuda:0
     quick = arbiter.time_in_turns
     monkeypatch.setattr(arbiter, "time_in_turns", lambda fns, a, device, rounds=3: quick(fns, a, device, 3))
     store = CacheStore(tmp_path)
+    considered = {}
     for k, origin in enumerate(["builtin:inductor-max-autotune",
                                 "builtin:inductor-max-autotune+cudagraph", "builtin:cudagraph"]):
         w = _slow_winner(0.0)
         w.origin = origin
-        fn = arbiter.serve(w, gm, args, 2, store, f"k-origin{k}", "cpu", autotuned="on")
+        fn = arbiter.serve(w, gm, args, 2, store, f"k-origin{k}", "cpu", graphed="auto",
+                           autotuned="on")
         torch.testing.assert_close(fn(*args)[0], torch.relu(args[0] @ args[1]) * 2.0)
-    assert [arbiter.AUTOTUNED in o for o in offered] == [False, False, True]
+        d = json.loads((store.root / "serve" / f"k-origin{k}.json").read_text())
+        considered[origin] = set(d["ms"])
+    assert arbiter.AUTOTUNED not in considered["builtin:inductor-max-autotune"]
+    assert arbiter.AUTOTUNED_GRAPHED in considered["builtin:inductor-max-autotune"]
+    assert not {arbiter.AUTOTUNED, arbiter.AUTOTUNED_GRAPHED} & considered[
+        "builtin:inductor-max-autotune+cudagraph"]
+    assert {arbiter.AUTOTUNED, arbiter.AUTOTUNED_GRAPHED} <= considered["builtin:cudagraph"]
 
+
+@pytest.mark.gpu
+def test_a_max_autotune_winner_replayed_as_a_cuda_graph_on_a_gpu(tmp_path):
+    """The winner itself (standing in for max-autotune's code) captured and replayed: timed,
+    and what is served answers fresh inputs right."""
+    torch.manual_seed(0)
+    w = [torch.randn(256, 256, device="cuda") / 16 for _ in range(4)]
+    gm = _chain_gm(4)
+    x = torch.randn(64, 256, device="cuda")
+    win = torch.compile(gm.forward)
+    win.origin = "builtin:inductor-max-autotune"
+    with torch.no_grad():
+        store = CacheStore(tmp_path)
+        fn = arbiter.serve(win, gm, [x, *w], 5, store, "t", "cuda:0", graphed="auto",
+                           autotuned="auto")
+        d = json.loads((store.root / "serve" / "t.json").read_text())
+        assert arbiter.AUTOTUNED_GRAPHED in d["ms"] and arbiter.AUTOTUNED not in d["ms"], d
+        for _ in range(3):
+            xi = torch.randn(64, 256, device="cuda")
+            torch.testing.assert_close(fn(xi, *w)[0], gm(xi, *w)[0], rtol=1e-3, atol=1e-3)

@@ -197,11 +197,17 @@ def serve(winner, gm, full: list, n_args: int, store, key: str, device: str,
     Without ``may_time`` (cache-only serving) a kept decision is followed as it is, and without
     one the winner is served: nothing is timed."""
     args = list(full[:n_args])
-    if AUTOTUNED in str(getattr(winner, "origin", "") or ""):
-        # the search already weighed max-autotune (and its replay as a CUDA graph) against the
-        # rest: compiling it again here would only cost a minute per graph
+    origin = str(getattr(winner, "origin", "") or "")
+    if AUTOTUNED in origin:
+        # the search's winner is max-autotune's code: compiling it again here would cost a
+        # minute per graph for the same kernels
         autotuned = "off"
     alts = _alternatives(gm, args, graphed, autotuned)
+    if AUTOTUNED in origin and "cudagraph" not in origin and INDUCTOR_GRAPHED in alts:
+        # ...but replayed as a CUDA graph it is timed here, where launches count as they will
+        # (the search's own wrap of it can lose by its noise rule, or not be reached)
+        consts = list(full[n_args:])
+        alts[AUTOTUNED_GRAPHED] = lambda: as_cuda_graph(lambda *a: winner(*a, *consts))
     decision = read_decision(store, key)
     if (decision is not None and may_time
             and not set(alts) <= set(decision.get("considered", alts))):
