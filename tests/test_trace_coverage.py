@@ -282,3 +282,33 @@ def test_kernelbench_tasks_capture_and_reproduce():
             _assert_reproduces(task, calls=2)
         except Exception as e:
             raise AssertionError(f"L{r['level_id']}_{r['task_id']}: {e}") from e
+
+
+def test_tasks_traced_on_several_threads_at_once_all_get_their_graph():
+    """Searches run on threads (the KernelBench runner's jobs, background searches): tasks traced
+    at the same moment must each get their graph (make_fx's module-level patcher once made all
+    but one fail with "CURRENT_PATCHER is None", and those searches lost their rewrites)."""
+    import threading
+    body = ("class Model(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.linear = nn.Linear(64, {n})\n"
+            "    def forward(self, x):\n"
+            "        return torch.nn.functional.gelu(torch.logsumexp(self.linear(x), 1, keepdim=True))\n"
+            "def get_inputs():\n    return [torch.randn(8, 64)]\n"
+            "def get_init_inputs():\n    return []\n")
+    tasks = [Task(HEAD + body.format(n=16 * (k + 1)), name=f"threaded{k}") for k in range(6)]
+    start, results = threading.Barrier(len(tasks)), {}
+
+    def trace(task):
+        start.wait()
+        try:
+            results[task.name] = trace_task(task, "cpu")
+        except TraceError as e:
+            results[task.name] = e
+    threads = [threading.Thread(target=trace, args=(t,)) for t in tasks]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    failed = {k: v for k, v in results.items() if isinstance(v, TraceError)}
+    assert not failed and len(results) == len(tasks), failed

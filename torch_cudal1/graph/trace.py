@@ -19,6 +19,7 @@ graph returns after the outputs. Inputs whose shapes differ from the traced ones
 from __future__ import annotations
 
 import copy
+import threading
 from dataclasses import dataclass, field
 
 import torch
@@ -256,14 +257,21 @@ def _trace_graph(task: Task) -> Traced:
     return Traced(gm=gm, input_meta=_input_meta(inputs), from_task_graph=True)
 
 
+# make_fx patches module-level state of torch.fx while it traces (CURRENT_PATCHER): two traces
+# at once in one process (searches on threads: the KernelBench runner's jobs, background
+# searches) break each other with "CURRENT_PATCHER is None", which cost a search its graph.
+_TRACE_LOCK = threading.Lock()
+
+
 def trace_task(task: Task, device: str = "cpu") -> Traced:
     """The functional ATen graph of ``task`` for ``device`` (raises TraceError)."""
-    if task.graph is not None:
-        return _trace_graph(task)
-    dev = torch.device(device)
-    if dev.type == "cuda" and dev.index is None:
-        dev = torch.device("cuda", 0)
-    return _trace_module(task, dev)
+    with _TRACE_LOCK:
+        if task.graph is not None:
+            return _trace_graph(task)
+        dev = torch.device(device)
+        if dev.type == "cuda" and dev.index is None:
+            dev = torch.device("cuda", 0)
+        return _trace_module(task, dev)
 
 
 # ---------------------------------------------------------------------------------------------
