@@ -1,0 +1,81 @@
+"""Which KernelBench records were searched without the task's graph: each task of the data file is
+traced on the CPU, one at a time, and what the built-in engine would propose from the graph
+(rewrites that fire, the max-autotune candidate) is compared with the attempts of its latest
+record. A record that lacks them lost its graph on the device (a trace that failed there).
+
+    PYTHONPATH=. python3 benchmarks/trace_vs_records.py [--results R/results.jsonl] [--data D]
+
+prints one JSON line per task, resumable through --out (a jsonl it appends to).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from torch_cudal1.engines.builtin import max_autotune  # noqa: E402
+from torch_cudal1.graph.trace import trace_task  # noqa: E402
+from torch_cudal1.rewrites import apply_rewrites  # noqa: E402
+from torch_cudal1.task import Task  # noqa: E402
+
+
+def _alarm(*_):
+    raise TimeoutError("trace took over 60 s")
+
+
+def check(row: dict, rec: dict) -> dict:
+    out = {"id": rec["id"]}
+    if (rec.get("bytes") or 0) > 1.5e9:   # its inputs would be made for real on this host
+        return dict(out, skip="inputs over 1.5 GB")
+    signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(60)
+    try:
+        traced = trace_task(Task(source=row["ref_code"], name=rec["id"]), "cpu")
+        out.update(fired=list(apply_rewrites(traced.gm).fired),
+                   tunable=max_autotune.has_tunable_ops(traced.gm))
+    except Exception as e:  # noqa: BLE001 - an untraceable task is a finding, not a failure
+        out["error"] = f"{type(e).__name__}: {str(e)[:150]}"
+    finally:
+        signal.alarm(0)
+    origins = [a["origin"] for a in rec.get("attempts", [])]
+    out["rec_rewrite"] = any("rewrite" in o for o in origins)
+    out["rec_max_autotune"] = any("max-autotune" in o for o in origins)
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--results", default=str(ROOT / "benchmarks/results/h200/kernelbench/results.jsonl"))
+    ap.add_argument("--data", default=str(ROOT / ".carry/kernelbench/cudal1_h100_dev.jsonl"))
+    ap.add_argument("--out", default="trace_vs_records.jsonl")
+    args = ap.parse_args(argv)
+    latest = {}
+    for line in Path(args.results).read_text().splitlines():
+        r = json.loads(line)
+        latest[r["id"]] = r
+    rows = {}
+    for line in Path(args.data).read_text().splitlines():
+        r = json.loads(line)
+        rows[f"L{r['level_id']}_{r['task_id']}"] = r
+    out = Path(args.out)
+    done = {json.loads(x)["id"] for x in out.read_text().splitlines()} if out.exists() else set()
+    with out.open("a") as f:
+        for tid, rec in latest.items():
+            if tid in done or rec.get("status") != "ok" or tid not in rows:
+                continue
+            res = check(rows[tid], rec)
+            print(json.dumps(res), flush=True)
+            f.write(json.dumps(res) + "\n")
+    found = [json.loads(x) for x in out.read_text().splitlines()]
+    lost = [r["id"] for r in found if r.get("fired") and not r["rec_rewrite"]]
+    print("rewrites fire here but not in the record:", ", ".join(lost) or "none")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
