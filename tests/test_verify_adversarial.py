@@ -1,5 +1,6 @@
 """Every candidate in tests/adversarial/ through the real verifier (one child process each):
 false speedups must be rejected for the right reason, honest rewrites must pass."""
+import os
 import re
 from pathlib import Path
 
@@ -88,3 +89,26 @@ def test_candidate_verdict_with_answers_recomputed(path, build_cache, monkeypatc
 
 def test_forbidden_write_left_no_file():
     assert not (Path.home() / "cudal1_forbidden_write_probe").exists()
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    assert not (Path(cache) / "cudal1_cache_plant_probe").exists()
+    assert not Path("/tmp/cudal1_shared_tmp_probe").exists()
+
+
+def test_engine_code_compiles_into_private_caches(tmp_path, monkeypatch):
+    """A candidate from an engine that uses torch.compile is accepted, and inductor's files for
+    it land in a cache of its own under the build cache, not in the user's inductor cache; the
+    harness's own candidates keep sharing the user's caches (their compiles are reused)."""
+    user_cache = tmp_path / "user_inductor"
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(user_cache))
+    monkeypatch.setenv("CUDAL1_VERIFY_FORKSERVER", "0")
+    src, task, _ = _case(ADV / "honest_private_files.py")
+    builds = tmp_path / "builds"
+    verdict, _ = evaluate(task, Candidate(src, origin="openai:r1s0"), build_cache_dir=str(builds),
+                          timeout_s=300, time_it=False)
+    assert verdict.accepted, (verdict.reason, verdict.detail)
+    private = [p for p in builds.glob("*.jit/inductor") if any(p.rglob("*.py"))]
+    assert private, sorted(str(p) for p in builds.rglob("*"))[:20]
+    assert not user_cache.exists() or not any(user_cache.rglob("*.py"))
+    verdict, _ = evaluate(task, Candidate(src, origin="builtin:test"), build_cache_dir=str(builds),
+                          timeout_s=300, time_it=False)
+    assert verdict.accepted and any(user_cache.rglob("*.py"))

@@ -320,7 +320,7 @@ class Harness:
         self.precision = _precision_state()
         self._build_env()
         self.lock = DeviceLock(self.device)   # its files are opened before the sandbox closes
-        sandbox.install([str(wd), os.environ["TORCH_EXTENSIONS_DIR"]], self._violation)
+        sandbox.install(self.write_roots, self._violation, shared=not self.req.get("isolate"))
         t0 = time.monotonic()
         try:
             cand = load_source((wd / CANDIDATE_FILE).read_text(), "cudal1_candidate",
@@ -374,6 +374,24 @@ class Harness:
         d = root / key   # created by the extension builder when the candidate builds anything
         os.environ["TORCH_EXTENSIONS_DIR"] = str(d)
         self.build_dir = str(d)
+        self.write_roots = [str(self.wd), str(d)]
+        if self.req.get("isolate"):
+            # Code from an engine compiles into caches of its own (kept per source, so a retry
+            # reuses them): nothing it writes can be read back by another candidate or by the
+            # user's process, whose inductor / Triton caches and cudal1 cache are out of reach.
+            jit, tmp = root / (key + ".jit"), self.wd / "tmp"
+            tmp.mkdir(parents=True, exist_ok=True)
+            os.environ.update(TORCHINDUCTOR_CACHE_DIR=str(jit / "inductor"),
+                              TRITON_CACHE_DIR=str(jit / "triton"), TRITON_HOME=str(jit),
+                              TMPDIR=str(tmp))
+            import tempfile
+            tempfile.tempdir = str(tmp)
+            self.write_roots.append(str(jit))
+            codecache = sys.modules.get("torch._inductor.codecache")
+            if codecache is not None and hasattr(codecache, "_HEADER_DIR"):
+                # fixed when the module was imported (in the fork-server template, before this)
+                codecache._HEADER_DIR = str(jit / "precompiled_headers")
+                codecache._HEADER_LOCK_DIR = str(jit / "precompiled_headers" / "locks")
 
     def _violation(self, detail: str) -> None:
         _write_result(self.wd, {"verdict": Verdict.reject("forbidden_call", detail).to_json(),

@@ -141,6 +141,12 @@ def _collect_build(build_dir: str | None, wd: Path) -> None:
                             ignore=shutil.ignore_patterns("*.o", "*.ninja", ".ninja_*", "lock"))
 
 
+def _ours(candidate: Candidate) -> bool:
+    """Candidates the harness writes itself (baselines, the built-in engine's templates); the
+    rest — from an engine, a transcript, a user's file — compile into private caches."""
+    return str(candidate.origin).startswith(("baseline:", "builtin:"))
+
+
 def evaluate(task: Task, candidate: Candidate, *, device: str = "cpu", trials: int = 3,
              timeout_s: float = 300.0, time_it: bool = True, workdir: str | None = None,
              capture_limit_mb: float = 64.0, keep: bool = False,
@@ -173,7 +179,7 @@ def evaluate(task: Task, candidate: Candidate, *, device: str = "cpu", trials: i
             "build_root": str(Path(build_cache_dir or default_build_cache_dir()).expanduser()),
             "native": os.environ.get("CUDAL1_NATIVE", "auto"),
             "check_stride": check_stride, "cuda_graph": cuda_graph,
-            "time_budget_s": time_budget_s}))
+            "time_budget_s": time_budget_s, "isolate": not _ours(candidate)}))
         env = dict(os.environ)
         env.update(extra_env or {})
         env["PYTHONDONTWRITEBYTECODE"] = "1"

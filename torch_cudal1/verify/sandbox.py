@@ -50,11 +50,15 @@ def _caller_is_library() -> bool:
     return False
 
 
-def install(allowed_write_roots: list[str], on_violation) -> None:
-    """Install the audit hook. ``on_violation(detail)`` must not return."""
-    roots = tuple(os.path.realpath(r) + os.sep for r in allowed_write_roots + [
-        tempfile.gettempdir(), os.path.expanduser("~/.triton"), os.path.expanduser("~/.cache"),
-        os.path.expanduser("~/.nv"), "/dev/shm"])
+def install(allowed_write_roots: list[str], on_violation, shared: bool = True) -> None:
+    """Install the audit hook. ``on_violation(detail)`` must not return. ``shared``: writes to the
+    user's temporary directory and compiler caches (``~/.cache``, ``~/.triton``) are allowed too,
+    for the harness's own candidates; code from an engine gets private ones instead."""
+    common = [os.path.expanduser("~/.nv"), "/dev/shm"]   # the CUDA driver's JIT cache, shm
+    if shared:
+        common += [tempfile.gettempdir(), os.path.expanduser("~/.triton"),
+                   os.path.expanduser("~/.cache")]
+    roots = tuple(os.path.realpath(r) + os.sep for r in allowed_write_roots + common)
     in_hook = [False]
 
     def hook(event: str, args) -> None:
