@@ -239,7 +239,9 @@ def run_task(row: dict, args, ceilings: dict) -> dict:
         rec["replay_winner"] = w.candidate.origin
         if replay is not None:
             verdict, timing = replay.result()
-            if verdict.reason == "memory":   # beside the search's children: once more, alone
+            if verdict.reason in ("memory", "timeout"):
+                # out of device memory or time beside the search's children (its timings wait
+                # for theirs): a property of the crowd, not of the solution; once more, alone
                 verdict, timing = evaluate(task, cand, device=args.device, trials=opts.trials,
                                            timeout_s=min(args.task_timeout, 300.0))
             rec["replay_candidate"] = {"origin": cand.origin, "accepted": verdict.accepted,
