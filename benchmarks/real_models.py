@@ -260,6 +260,7 @@ def run_one(name: str, dtype_name: str, args) -> dict | None:
                                  else a["choice"] for a in rec["arbiter"]) or "-"
         rec["cudal1_stats"] = {k: v - before.get(k, 0) for k, v in STATS.items()
                                if isinstance(v, int) and v != before.get(k, 0)}
+        rec["searches"] = search_attempts(cache)
         if args.plain and args.device.startswith("cuda"):
             # The same cache (a hit): the arbiter decides again without inductor's code replayed
             # as a CUDA graph on offer (the default before session 5).
@@ -293,6 +294,23 @@ def run_one(name: str, dtype_name: str, args) -> dict | None:
             rec["warm_error"] = (p.stderr or p.stdout)[-500:]
     torch._dynamo.reset()
     return rec
+
+
+def search_attempts(cache: str) -> dict:
+    """Per cached graph, what its search tried: origin, verdict, median ms and seconds taken
+    (where the cold search's time went, and why a candidate did not win)."""
+    from torch_cudal1.cache.store import CacheStore
+    store, out = CacheStore(cache), {}
+    for key in store.keys():
+        entry = store.load(key, check=False)
+        if entry is None:
+            continue
+        out[key] = [{"origin": a.get("origin") or a.get("candidate", {}).get("origin"),
+                     "reason": (a.get("verdict") or {}).get("reason", a.get("reason")),
+                     "ms": (a.get("timing") or {}).get("median_ms"),
+                     "seconds": round(a.get("seconds") or 0.0, 1)}
+                    for a in entry.meta.get("attempts", [])]
+    return out
 
 
 BASELINES = ("eager", "inductor", "reduce_overhead", "max_autotune")

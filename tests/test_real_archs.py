@@ -162,3 +162,20 @@ def test_the_table_of_recorded_runs_shows_the_modes_measured():
     assert lines[0].split(" | ")[4] == "reduce_overhead ms"
     assert lines[2].split(" | ")[4:] == ["1.000", "1.500", "1.500 |"]
     assert lines[3].split(" | ")[4:] == ["-", "1.500", "0.750 |"]
+
+
+def test_search_attempts_are_read_back_from_the_cache(tmp_path):
+    """real_models.py reports, per cached graph, what its search tried (origin, verdict, time):
+    where a cold search's time went and why a candidate did not win."""
+    import torch_cudal1  # noqa: F401 - registers the backend
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())
+    compiled = torch.compile(model, backend="cudal1",
+                             options={"cache_dir": str(tmp_path), "baselines": "eager", "rounds": 0,
+                                      "arbitrate": "off"})
+    with torch.no_grad():
+        compiled(torch.randn(4, 8))
+    found = real_models.search_attempts(str(tmp_path))
+    assert len(found) == 1
+    (attempts,) = found.values()
+    assert attempts[0]["origin"] == "baseline:eager" and attempts[0]["reason"] == "ok"
+    assert attempts[0]["ms"] > 0 and attempts[0]["seconds"] >= 0
