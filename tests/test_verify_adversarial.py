@@ -14,7 +14,9 @@ ADV = Path(__file__).parent / "adversarial"
 FILES = sorted(p for p in ADV.glob("*.py"))
 HEADER = re.compile(r"# task: (\S+)\s+expect: (\S+)")
 # Per-candidate settings that keep the slow failure modes quick.
-SETTINGS = {"hang.py": {"timeout_s": 15}, "memory_hog.py": {"memory_limit_mb": 6144}}
+SETTINGS = {"hang.py": {"timeout_s": 15}, "memory_hog.py": {"memory_limit_mb": 6144},
+            # its Triton kernel runs on the CPU through Triton's interpreter
+            "triton_private_caches.py": {"extra_env": {"TRITON_INTERPRET": "1"}}}
 
 
 @pytest.fixture(scope="module")

@@ -119,3 +119,14 @@ def test_native_helpers_build_and_run():
     from torch_cudal1.bench.timing import time_callable
     t = time_callable(lambda a: a @ a, [[x]], "cuda", budget_s=0.5)
     assert t.extra["clock"] == "native" and t.median_ms > 0
+
+
+def test_engine_code_with_triton_and_torch_compile_builds_in_its_own_caches(tmp_path):
+    """Code from an engine (Triton kernel, torch.compile) is accepted on the GPU while it may
+    write only inside its work and build directories, and its Triton and inductor files land in
+    its own caches there."""
+    v, t = _eval((ADV / "triton_private_caches.py").read_text(), build_cache_dir=str(tmp_path))
+    assert v.accepted, (v.reason, v.detail)
+    jit = list(tmp_path.glob("*.jit"))
+    assert jit and any(jit[0].joinpath("triton").rglob("*")), sorted(map(str, tmp_path.rglob("*")))[:20]
+    assert any(jit[0].joinpath("inductor").rglob("*.py"))
