@@ -2,10 +2,17 @@
 run A measured eager and inductor than run B, and the medians.
 
     python3 benchmarks/compare_runs.py A_DIR B_DIR
+
+Or, within one results file, the tasks run again from its line N on against their record before
+it: the spread of eager's time between runs, and how the built-in speedups moved (split at an
+eager time of 0.3 ms, below which calls are launch-bound):
+
+    python3 benchmarks/compare_runs.py --reruns DIR --since N
 """
 from __future__ import annotations
 
 import json
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -16,8 +23,35 @@ def load(d: str) -> dict:
     return {r["id"]: r for r in (json.loads(x) for x in lines if x.strip()) if r.get("eager_ms")}
 
 
+def reruns(d: str, since: int) -> int:
+    lines = (Path(d) / "results.jsonl").read_text().splitlines()
+    before, after = {}, {}
+    for i, x in enumerate(lines):
+        r = json.loads(x)
+        if r.get("status") == "ok" and r.get("eager_ms") and r.get("builtin_ms"):
+            (before if i < since else after)[r["id"]] = r
+    both = [k for k in after if k in before]
+    if len(both) < 2:
+        print(f"{len(both)} tasks run again; nothing to compare")
+        return 0
+    speed = lambda r: r["eager_ms"] / r["builtin_ms"]  # noqa: E731
+    eager = [math.log(after[k]["eager_ms"] / before[k]["eager_ms"]) for k in both]
+    moved = {k: math.log(speed(after[k]) / speed(before[k])) for k in both}
+    short = [k for k in both if before[k]["eager_ms"] < 0.3]
+    print(f"{len(both)} tasks run again; log(eager now / eager before): mean {statistics.mean(eager):+.3f}, "
+          f"standard deviation {statistics.stdev(eager):.3f}")
+    print(f"sum of log(built-in speedup now / before): all {sum(moved.values()):+.3f}; "
+          f"eager >= 0.3 ms ({len(both) - len(short)} tasks) "
+          f"{sum(v for k, v in moved.items() if k not in short):+.3f}; "
+          f"eager < 0.3 ms ({len(short)} tasks) {sum(moved[k] for k in short):+.3f}")
+    return 0
+
+
 def main(argv=None) -> int:
-    a_dir, b_dir = (argv or sys.argv[1:])[:2]
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "--reruns":
+        return reruns(argv[1], int(argv[argv.index("--since") + 1]))
+    a_dir, b_dir = argv[:2]
     a, b = load(a_dir), load(b_dir)
     common = sorted(set(a) & set(b), key=lambda k: (int(k[1:].split("_")[0]), int(k.split("_")[1])))
     cols = ("eager_ms", "inductor_ms")

@@ -1,0 +1,25 @@
+"""benchmarks/compare_runs.py --reruns: tasks run again, against their record before."""
+import json
+import math
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import compare_runs  # noqa: E402
+
+
+def test_reruns_compare_each_task_with_its_record_before(tmp_path, capsys):
+    def rec(tid, eager, builtin, status="ok"):
+        return json.dumps({"id": tid, "status": status, "eager_ms": eager, "builtin_ms": builtin})
+    lines = [rec("L1_1", 1.0, 1.0), rec("L2_1", 0.1, 0.05), rec("L2_2", 0.2, 0.1),
+             rec("L1_1", 1.0, 0.5), rec("L2_1", 0.2, 0.05), rec("L2_2", 0.1, 0.1, "harness_error")]
+    (tmp_path / "results.jsonl").write_text("\n".join(lines) + "\n")
+    assert compare_runs.main(["--reruns", str(tmp_path), "--since", "3"]) == 0
+    out = capsys.readouterr().out
+    # L2_2's rerun failed: only L1_1 (speedup 1 -> 2) and L2_1 (eager 0.1 -> 0.2, speedup 2 -> 4)
+    assert out.startswith("2 tasks run again")
+    assert f"all {2 * math.log(2):+.3f}" in out
+    assert f"eager >= 0.3 ms (1 tasks) {math.log(2):+.3f}" in out
+    assert f"eager < 0.3 ms (1 tasks) {math.log(2):+.3f}" in out
+    assert f"mean {math.log(2) / 2:+.3f}" in out
