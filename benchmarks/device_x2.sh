@@ -27,7 +27,8 @@
 # off). Part real: MODELS0= / MODELS= (empty) run no real models on GPU 0 / GPU 1; ATTN=1 runs
 # benchmarks/attention_check.py there first, COEXIST=1 benchmarks/cudagraph_coexist.py (with
 # COEXIST_ARGS);
-# GPU_TESTS= (empty) skips its GPU tests, GPU_TESTS_ARGS='tests/x.py -k y' picks them; NO_CUDNN_SDP=1: real models without cuDNN attention.
+# GPU_TESTS= (empty) skips its GPU tests, GPU_TESTS_ARGS='tests/x.py -k y' picks them (GPU_TESTS_S
+# seconds for them, default 150; each test's name is logged as it ends); NO_CUDNN_SDP=1: real models without cuDNN attention.
 # IDS=L1_61,... limits the runner to those tasks, AGAIN=1 runs them even where they have records.
 # Part real: ALONE_IDS=L2_34,... runs those first on GPU 1, one at a time (ALONE_S seconds), again.
 set -u
@@ -124,7 +125,7 @@ if [ "$PART" != real ] && [ "$PART" -le 3 ]; then
 elif [ "$PART" = real ]; then
   # Real models on both GPUs at once (MODELS0 on GPU 0, MODELS on GPU 1), each GPU then joins
   # the runner.
-  ( [ -n "${GPU_TESTS-1}" ] && CUDA_VISIBLE_DEVICES=0 timeout 150 python3 -m pytest -m gpu -q \
+  ( [ -n "${GPU_TESTS-1}" ] && CUDA_VISIBLE_DEVICES=0 timeout ${GPU_TESTS_S:-150} python3 -m pytest -m gpu -v \
       -p no:cacheprovider ${GPU_TESTS_ARGS:-tests/test_graph_inputs.py tests/test_builtin_engine.py \
       tests/test_arbiter.py tests/test_verify_stateful.py} > $W/gpu_tests_real.log 2>&1
     if [ -n "${COEXIST:-}" ]; then   # which CUDA-graph users can share a process

@@ -34,6 +34,17 @@ def test_checker_statistics(built):
     assert refn == pytest.approx(5 ** 0.5)   # over the elements finite in both
 
 
+def test_checker_gives_the_same_verdicts_in_pieces(built, monkeypatch):
+    """The C++ checker's element bound uses the rms of what it is handed: given a piece of a
+    large output, the whole output's rms must still decide."""
+    from test_verify_units import _verdicts_in_pieces
+    got = _verdicts_in_pieces(monkeypatch, checker=built)
+    assert [v[0][0] for v in got.values()] == ["ok", "mismatch", "ok", "nan", "ok", "mismatch"]
+    for name, (whole, pieced) in got.items():
+        assert whole[0] == pieced[0] and whole[1] == pieced[1], name
+        assert whole[2] == pytest.approx(pieced[2], rel=1e-6), name
+
+
 def test_native_clock_is_used_and_ignores_a_patched_perf_counter(built, monkeypatch):
     def slow(x):
         time.sleep(0.002)

@@ -62,6 +62,48 @@ def test_integer_outputs_exact_with_near_tie_allowance():
     assert compare(idx, torch.tensor([0, 1, 1, 3]), hi)[0] == "ok"
 
 
+def _verdicts_in_pieces(monkeypatch, checker=None):
+    """compare()'s verdicts on large-output cases, whole and in pieces of 1000 elements."""
+    from torch_cudal1.verify import compare as cmp_mod
+    g = torch.Generator().manual_seed(0)
+    hi = torch.randn(64, 100, generator=g, dtype=torch.float64) * 3
+    ref = hi.float()
+    honest = (hi + 1e-6 * torch.randn(64, 100, generator=g, dtype=torch.float64)).float()
+    one_off = honest.clone()
+    one_off[50, 7] += 0.5                          # one element, in a late piece
+    nan_late = honest.clone()
+    nan_late[63, 99] = float("nan")
+    # Small values first, large ones after: an error of 0.5 among the small ones is within the
+    # element bound set by the whole output's rms (~70), not by that piece's own (~0.001).
+    scaled_hi = torch.cat([hi[:32] * 1e-3, hi[32:] * 30])
+    scaled_off = scaled_hi.float()
+    scaled_off[3, 3] += 0.5
+    cases = {"honest": (ref, honest, hi), "one element off": (ref, one_off, hi),
+             "off by less than the rms": (scaled_hi.float(), scaled_off, scaled_hi),
+             "nan in the last piece": (ref, nan_late, hi),
+             "transposed views": (ref.t(), honest.t(), hi.t()),
+             "mixed layouts": (ref.t().contiguous(), one_off.t(), hi.t())}
+    out = {}
+    for size in (None, 1000):
+        if size:
+            monkeypatch.setattr(cmp_mod, "PIECE", size)
+        for name, (r, n, h) in cases.items():
+            reason, detail, stats = compare(r, n, h, checker=checker)
+            out.setdefault(name, []).append((reason, detail, round(stats.get("rel_error", 0), 9)))
+    return out
+
+
+def test_large_outputs_are_compared_in_pieces_with_the_same_verdicts(monkeypatch):
+    """Outputs of billions of elements are compared a piece at a time (float64 copies of a whole
+    8.6 GB output do not fit beside it); the verdict, the count of elements out of tolerance and
+    the error must be those of the comparison in one piece."""
+    got = _verdicts_in_pieces(monkeypatch)
+    assert [v[0][0] for v in got.values()] == ["ok", "mismatch", "ok", "nan", "ok", "mismatch"]
+    assert "1 of 6400 elements out of tolerance" in got["one element off"][0][1]
+    for name, (whole, pieced) in got.items():
+        assert whole == pieced, name
+
+
 def test_real_tensor_check():
     class Sub(torch.Tensor):
         pass
