@@ -205,6 +205,21 @@ def test_time_callable_cpu_and_checks_during_timing():
         time_callable(lambda x: x + 1, sets, "cpu", budget_s=0.3, check=check)
 
 
+def test_a_call_after_each_check_is_not_timed():
+    """A check runs the reference, which evicts the candidate's working set (allocator cache,
+    CPU caches): the call after it is a warm-up again, so no sample pays for the check."""
+    sets = [[torch.randn(8)] for _ in range(3)]
+    calls, checked = [], []
+
+    def fn(x):
+        calls.append(1)
+        return x + 1
+    t = time_callable(fn, sets, "cpu", warmup=3, budget_s=0.2,
+                      check=lambda i, out: checked.append(i), n_checks=3)
+    assert len(checked) == 3 == t.extra["checks"]
+    assert len(calls) == 3 + t.n + len(checked)
+
+
 def test_references_are_kept_while_they_fit_else_recomputed_from_the_buffers(monkeypatch):
     from torch_cudal1.verify.references import References
     bufs = [torch.ones(4)]

@@ -13,7 +13,8 @@ clock (CPU) or the CUDA events and the synchronisation (GPU) are driven from C++
 candidate that patches ``time.perf_counter`` or ``torch.cuda.Event`` cannot reach them.
 
 ``check(index, output)`` is called (outside the timed region) on a few randomly chosen iterations,
-so that a candidate cannot behave during verification and cheat while it is timed.
+so that a candidate cannot behave during verification and cheat while it is timed; an untimed
+call follows each check.
 """
 from __future__ import annotations
 
@@ -155,7 +156,21 @@ def time_callable(fn, input_sets: list[list], device: str = "cpu", *, warmup: in
             samples.append((time.perf_counter() - t0) * 1e3)
         if i in checks:
             check(i % len(input_sets), out)
-        del out
+            del out
+            # The check ran the reference (in float64 too): its blocks now fill the allocator's
+            # cache and the CPU caches. One untimed call puts the candidate's working set back,
+            # so the next sample is steady state (an 8 GiB-output task's eager time doubled
+            # when cudaMalloc had to free the reference's blocks inside a timed call).
+            if cuda:
+                torch.cuda.synchronize()
+                torch.cuda.empty_cache()
+            if before is not None:
+                before()
+            fn(*inputs)
+            if cuda:
+                torch.cuda.synchronize()
+        else:
+            del out
         i += 1
         if i >= min_reps:
             med, iqr = quartiles(samples)
