@@ -355,7 +355,29 @@ def write_markdown(records: list[dict], summary: dict, ceilings: dict, path: Pat
                  f"{f(r.get('builtin_ms'))} | {r.get('builtin_winner', r.get('status'))} | "
                  f"{f(r.get('replay_ms'))} | {rc.get('reason', '-')} | {f(r.get('floor_ms'))} | "
                  f"{f(r.get('roofline_fraction'), 3)} |")
+    wide = wide_spreads(records)
+    if wide:
+        L += ["", f"Timings whose inter-quartile spread is over {WIDE_SPREAD:.0%} of their median "
+              "(a ratio built on them is unsound; run the task again):", "",
+              "| task | timing | median ms | spread ms |", "|---|---|---|---|"]
+        L += [f"| {t} | {origin} | {ms:.4f} | {spread:.4f} |" for t, origin, ms, spread in wide]
     path.write_text("\n".join(L) + "\n")
+
+
+WIDE_SPREAD = 0.25   # of the median: beyond it a sample of ~10 calls does not pin the median
+
+
+def wide_spreads(records: list[dict]) -> list[tuple]:
+    """(task, origin, median, spread) of the timings the summary's ratios rest on (eager,
+    inductor, the built-in winner) whose spread is wide."""
+    out = []
+    for r in records:
+        used = {"baseline:eager", "baseline:inductor", r.get("builtin_winner")}
+        for a in r.get("attempts") or []:
+            ms, spread = a.get("ms"), a.get("spread_ms")
+            if a.get("origin") in used and ms and spread is not None and spread > WIDE_SPREAD * ms:
+                out.append((r["id"], a["origin"], ms, spread))
+    return out
 
 
 def all_tasks_geomean(records: list[dict], total: int) -> dict:

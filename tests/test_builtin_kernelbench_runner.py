@@ -214,3 +214,25 @@ def test_a_solution_out_of_memory_beside_the_search_is_verified_again_alone(tmp_
     assert len(verdicts) == 2
     assert rec["replay_candidate"]["accepted"] and rec["replay_candidate"]["reason"] == "ok"
     assert rec["replay_ms"] == 0.1
+
+
+def test_the_summary_lists_timings_with_a_wide_spread(tmp_path):
+    """A ratio built on a timing whose spread is half its median (L2_34's eager time in session 8)
+    is flagged in the markdown summary; the timings of candidates that did not win are not."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import kernelbench_runner as kb
+
+    def att(origin, ms, spread):
+        return {"origin": origin, "reason": "ok", "ms": ms, "spread_ms": spread}
+    rec = {"id": "L2_1", "level": 2, "status": "ok", "eager_ms": 81.8, "inductor_ms": 7.7,
+           "builtin_ms": 7.4, "builtin_winner": "builtin:inductor-max-autotune", "replay_ms": 7.4,
+           "attempts": [att("baseline:eager", 81.8, 41.8), att("baseline:inductor", 7.7, 0.07),
+                        att("builtin:cudagraph", 39.0, 20.0),
+                        att("builtin:inductor-max-autotune", 7.4, 0.15)]}
+    calm = dict(rec, id="L2_2", attempts=[att("baseline:eager", 37.1, 0.2)])
+    assert kb.wide_spreads([rec, calm]) == [("L2_1", "baseline:eager", 81.8, 41.8)]
+    path = tmp_path / "summary.md"
+    kb.write_markdown([rec, calm], {}, {}, path)
+    text = path.read_text()
+    assert "| L2_1 | baseline:eager | 81.8000 | 41.8000 |" in text
+    assert "builtin:cudagraph | 39.0000" not in text
