@@ -385,7 +385,7 @@ class Harness:
             tmp.mkdir(parents=True, exist_ok=True)
             os.environ.update(TORCHINDUCTOR_CACHE_DIR=str(jit / "inductor"),
                               TRITON_CACHE_DIR=str(jit / "triton"), TRITON_HOME=str(jit),
-                              TMPDIR=str(tmp))
+                              CUPY_CACHE_DIR=str(jit / "cupy"), TMPDIR=str(tmp))
             import tempfile
             tempfile.tempdir = str(tmp)
             self.write_roots.append(str(jit))
