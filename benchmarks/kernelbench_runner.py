@@ -344,6 +344,11 @@ def write_markdown(records: list[dict], summary: dict, ceilings: dict, path: Pat
               "the rest counted 1.0): geomean over eager — inductor "
               f"{at['inductor']:.3f}, cudal1 built-in {at['cudal1_builtin']:.3f}, "
               f"cudal1 built-in + replay {at['cudal1_replay']:.3f}."]
+        if at.get("tf32_winners"):
+            L += ["", f"Built-in winners with float32 products on TF32 tensor cores (within the "
+                  f"float32 tolerance): {at['tf32_winners']}. Without them (each such task at the "
+                  "fastest accepted attempt of its search without TF32) the built-in figure over "
+                  f"all tasks is {at['cudal1_builtin_full_fp32']:.3f}."]
     L += ["", "Replayed CUDA-L1 solutions rejected by the verifier: "
           + ", ".join(f"{k}: {v['replay_rejected']}" for k, v in summary.items()), "",
           "| task | eager ms | inductor ms | cudal1 builtin ms | winner | cudal1 replay ms | replay verdict "
@@ -389,8 +394,22 @@ def all_tasks_geomean(records: list[dict], total: int) -> dict:
                       ("cudal1_replay", "replay_ms")):
         logs = [math.log(r["eager_ms"] / r[col]) for r in ok if r.get(col)]
         out[name] = math.exp(sum(logs) / total) if total >= len(logs) else float("nan")
+    exact = [full_float32_ms(r) for r in ok]
+    logs = [math.log(r["eager_ms"] / ms) for r, ms in zip(ok, exact) if ms]
+    out["cudal1_builtin_full_fp32"] = math.exp(sum(logs) / total) if total >= len(logs) else float("nan")
+    out["tf32_winners"] = sum(1 for r in ok if "tf32" in str(r.get("builtin_winner")))
     out["measured"] = len(ok)
     return out
+
+
+def full_float32_ms(r: dict) -> float | None:
+    """The built-in time without TF32 products: the winner's, or where a TF32 candidate won, the
+    fastest accepted attempt of the same search without TF32."""
+    if "tf32" not in str(r.get("builtin_winner")):
+        return r.get("builtin_ms")
+    ms = [a["ms"] for a in r.get("attempts") or []
+          if a.get("reason") == "ok" and a.get("ms") and "tf32" not in str(a.get("origin"))]
+    return min(ms) if ms else None
 
 
 def write_solutions(records: list[dict], path: Path) -> None:

@@ -263,3 +263,144 @@ def test_the_max_autotune_candidate_is_verified_like_any_other():
     verdict, timing = evaluate(Task(PLAIN), c, device="cpu", trials=2, time_it=True)
     assert verdict.accepted, verdict
     assert timing is not None and timing.median_ms > 0
+
+
+RECORDS_PRECISION = '''
+import torch
+import torch.nn as nn
+
+SEEN = []
+
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        SEEN.append(torch.get_float32_matmul_precision())
+        if a.shape[0] == 3:
+            raise ValueError("odd shape")
+        return torch.tanh(a @ b)
+
+
+def get_inputs():
+    return [torch.randn(16, 16), torch.randn(16, 16)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def _tf32_model():
+    from torch_cudal1.baselines import baseline_candidate
+    from torch_cudal1.engines.builtin import tf32
+    from torch_cudal1.task import load_source
+    src = tf32.wrap(baseline_candidate(Task(RECORDS_PRECISION), "eager").source)
+    mod = load_source(src, "cudal1_test_tf32")
+    return mod, mod.ModelNew()
+
+
+def test_the_tf32_wrapper_allows_tf32_for_its_own_calls_only():
+    """Products run under ``float32_matmul_precision("high")`` inside the call; the caller's
+    setting is back afterwards, also when the call raises."""
+    mod, m = _tf32_model()
+    assert torch.get_float32_matmul_precision() == "highest"
+    a, b = torch.randn(16, 16), torch.randn(16, 16)
+    torch.testing.assert_close(m(a, b), torch.tanh(a @ b))
+    assert mod.SEEN == ["high"]
+    assert torch.get_float32_matmul_precision() == "highest"
+    with pytest.raises(ValueError):
+        m(torch.randn(3, 16), b)
+    assert mod.SEEN[-1] == "high"
+    assert torch.get_float32_matmul_precision() == "highest"
+
+
+@pytest.mark.parametrize("caller", ["medium", "high"])
+def test_the_tf32_wrapper_leaves_a_looser_caller_setting_alone(caller):
+    mod, m = _tf32_model()
+    old = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision(caller)
+    try:
+        m(torch.randn(16, 16), torch.randn(16, 16))
+        assert mod.SEEN == [caller]
+        assert torch.get_float32_matmul_precision() == caller
+    finally:
+        torch.set_float32_matmul_precision(old)
+
+
+BF16_PRODUCT = PLAIN.replace("torch.randn(16, 16), torch.randn(16, 16)",
+                             "torch.randn(16, 16, dtype=torch.bfloat16), "
+                             "torch.randn(16, 16, dtype=torch.bfloat16)")
+
+
+def test_tf32_candidates_are_proposed_on_gpus_for_float32_products(monkeypatch):
+    """Eager, inductor and max-autotune under TF32 (and the rewritten graph through inductor,
+    where a rewrite fired): on a GPU, for graphs with float32 matrix products, unless switched
+    off."""
+    from torch_cudal1.graph import trace
+    real = trace.trace_task
+    monkeypatch.setattr(trace, "trace_task", lambda task, device: real(task, "cpu"))  # no GPU here
+
+    def origins(src, device="cuda", **opts):
+        cands = BuiltinEngine(Options.resolve(opts)).propose(Task(src), [], _ctx(1, device))
+        return {c.origin for c in cands if "tf32" in c.origin}
+    assert origins(PLAIN) == {"builtin:tf32", "builtin:tf32+inductor",
+                              "builtin:tf32+inductor-max-autotune"}
+    assert origins(PLAIN, max_autotune="off") == {"builtin:tf32", "builtin:tf32+inductor"}
+    diag = origins(DIAG)   # nn.Linear's addmm stays after the diagonal rewrite
+    assert any(o.startswith("builtin:rewrite(") and o.endswith("+inductor+tf32") for o in diag)
+    assert origins(ELEMENTWISE) == set()
+    assert origins(ROWWISE) == set()
+    assert origins(BF16_PRODUCT) == set()
+    assert origins(PLAIN, "cpu") == set()
+    assert origins(PLAIN, tf32="off") == set()
+    assert "builtin:tf32" in origins(PLAIN, "cpu", tf32="on")
+
+
+def test_a_tf32_candidate_is_verified_like_any_other():
+    cands = BuiltinEngine(Options.resolve({"tf32": "on", "max_autotune": "off"})).propose(
+        Task(PLAIN), [], _ctx())
+    (c,) = [c for c in cands if c.origin == "builtin:tf32+inductor"]
+    verdict, timing = evaluate(Task(PLAIN), c, device="cpu", trials=2, time_it=True)
+    assert verdict.accepted, verdict
+    assert timing is not None and timing.median_ms > 0
+
+
+LONG_PRODUCT = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        return a @ b
+
+
+def get_inputs():
+    return [torch.randn(512, 8192), torch.randn(8192, 512)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.gpu
+def test_tf32_candidates_pass_the_float32_tolerance_on_a_gpu_and_really_use_tf32():
+    """A long float32 product in TF32 passes the float32 tolerance; it is really computed in TF32
+    (it differs from the full-float32 product by more than float32 rounding), and the process's
+    own precision setting is unchanged after the call."""
+    from torch_cudal1.task import load_source
+    task = Task(LONG_PRODUCT, name="long_product")
+    eng = BuiltinEngine(Options.resolve({"max_autotune": "off"}))
+    cands = {c.origin: c for c in eng.propose(task, [], _ctx(1, "cuda"))}
+    assert {"builtin:tf32", "builtin:tf32+inductor"} <= set(cands)
+    for origin in ("builtin:tf32", "builtin:tf32+inductor"):
+        verdict, _ = evaluate(task, cands[origin], device="cuda")
+        assert verdict.accepted, (origin, verdict)
+    m = load_source(cands["builtin:tf32"].source, "cudal1_test_tf32_gpu").ModelNew().cuda()
+    a, b = torch.randn(512, 8192, device="cuda"), torch.randn(8192, 512, device="cuda")
+    exact = (a.double() @ b.double())
+    err_tf32 = ((m(a, b).double() - exact).norm() / exact.norm()).item()
+    err_fp32 = (((a @ b).double() - exact).norm() / exact.norm()).item()
+    assert torch.get_float32_matmul_precision() == "highest"
+    assert err_tf32 > 20 * err_fp32, (err_tf32, err_fp32)
+    assert err_tf32 < 1e-3

@@ -236,3 +236,32 @@ def test_the_summary_lists_timings_with_a_wide_spread(tmp_path):
     text = path.read_text()
     assert "| L2_1 | baseline:eager | 81.8000 | 41.8000 |" in text
     assert "builtin:cudagraph | 39.0000" not in text
+
+
+def test_the_summary_gives_the_figure_without_tf32_winners_too(tmp_path):
+    """Where a TF32 candidate won, the figure is also given with that task at the fastest
+    accepted attempt without TF32 (a rejected attempt never counts)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import kernelbench_runner as kb
+
+    def att(origin, ms, reason="ok"):
+        return {"origin": origin, "reason": reason, "ms": ms, "spread_ms": 0.0}
+    tf = {"id": "L1_1", "level": 1, "status": "ok", "eager_ms": 4.0, "inductor_ms": 4.0,
+          "builtin_ms": 1.0, "builtin_winner": "builtin:tf32+inductor+cudagraph", "replay_ms": 1.0,
+          "attempts": [att("baseline:eager", 4.0), att("baseline:inductor", 4.0),
+                       att("builtin:inductor-max-autotune", 2.0),
+                       att("builtin:rewrite(x)", 0.5, reason="mismatch"),
+                       att("builtin:tf32+inductor", 1.2), att("builtin:tf32+inductor+cudagraph", 1.0)]}
+    plain = {"id": "L1_2", "level": 1, "status": "ok", "eager_ms": 1.0, "inductor_ms": 1.0,
+             "builtin_ms": 1.0, "builtin_winner": "baseline:eager", "replay_ms": 1.0}
+    assert kb.full_float32_ms(tf) == 2.0
+    assert kb.full_float32_ms(plain) == 1.0
+    at = kb.all_tasks_geomean([tf, plain], total=4)
+    assert at["tf32_winners"] == 1
+    assert abs(at["cudal1_builtin"] - 4.0 ** 0.25) < 1e-9
+    assert abs(at["cudal1_builtin_full_fp32"] - 2.0 ** 0.25) < 1e-9
+    path = tmp_path / "summary.md"
+    summary = kb.summarize([tf, plain])
+    summary["overall"]["all_tasks"] = at
+    kb.write_markdown([tf, plain], summary, {}, path)
+    assert "TF32 tensor cores (within the float32 tolerance): 1" in path.read_text()

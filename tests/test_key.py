@@ -64,6 +64,9 @@ def test_key_changes_with_dtype_stride_device_and_flags():
     finally:
         torch.use_deterministic_algorithms(False)
     assert cache_key(_fields(x)) == base
+    # a winner found where TF32 products were allowed must not serve where they are not
+    assert cache_key(key_fields("g" * 64, input_metadata([x]), "cpu", tf32="off")) != base
+    assert cache_key(key_fields("g" * 64, input_metadata([x]), "cpu", tf32="on")) == base
 
 
 def test_graph_hash_changes_with_the_computation():

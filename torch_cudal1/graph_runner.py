@@ -90,7 +90,7 @@ class GraphRunner:
         device = _device_of(full)
         key = "?"
         try:
-            fields = key_fields(self.graph_id, input_metadata(full), device)
+            fields = key_fields(self.graph_id, input_metadata(full), device, opts.tf32)
             key = cache_key(fields)
             store = store_for(opts)
             entry = store.load(key)

@@ -47,19 +47,22 @@ def software_versions() -> dict:
             "cudal1": __version__, "format": CACHE_FORMAT}
 
 
-def numerics_flags() -> dict:
+def numerics_flags(tf32: str = "auto") -> dict:
+    """The process's precision settings, and whether cudal1 may serve float32 products in TF32
+    (option ``tf32``: a winner found with it allowed must not serve a process that forbids it)."""
     return {
         "matmul_tf32": torch.backends.cuda.matmul.allow_tf32,
         "cudnn_tf32": torch.backends.cudnn.allow_tf32,
         "float32_matmul_precision": torch.get_float32_matmul_precision(),
         "default_dtype": str(torch.get_default_dtype()),
         "deterministic": torch.are_deterministic_algorithms_enabled(),
+        "cudal1_tf32": tf32 != "off",
     }
 
 
-def key_fields(graph_id: str, inputs_meta: list, device: str) -> dict:
+def key_fields(graph_id: str, inputs_meta: list, device: str, tf32: str = "auto") -> dict:
     return {"graph": graph_id, "inputs": inputs_meta, "device": device_identity(device),
-            "versions": software_versions(), "flags": numerics_flags()}
+            "versions": software_versions(), "flags": numerics_flags(tf32)}
 
 
 def cache_key(fields: dict) -> str:

@@ -412,9 +412,10 @@ def cmd_explain(args) -> int:
 
 
 def _task_key_fields(path: str, device: str) -> dict:
+    from ..options import Options
     from ..task import Task
     from .optimize_cmd import task_key
-    key, fields = task_key(Task.from_file(path), device)
+    key, fields = task_key(Task.from_file(path), device, Options.resolve().tf32)
     return {"key": key, "fields": fields}
 
 

@@ -50,13 +50,13 @@ def _options(args):
         raise UsageError(str(e)) from None
 
 
-def task_key(task, device: str) -> tuple[str, dict]:
+def task_key(task, device: str, tf32: str = "auto") -> tuple[str, dict]:
     """The cache key of a task file: its source and its inputs' metadata on this device."""
     from ..cache.key import cache_key, input_metadata, key_fields
     mod = task.load()
     inputs = mod.get_inputs()
     graph_id = "src:" + hashlib.sha256(task.source.encode()).hexdigest()
-    fields = key_fields(graph_id, input_metadata(inputs), device)
+    fields = key_fields(graph_id, input_metadata(inputs), device, tf32)
     return cache_key(fields), fields
 
 
@@ -97,7 +97,7 @@ def run(args) -> int:
         raise UsageError("--device cuda but no CUDA device is available")
     task = Task.from_file(path)
     try:
-        key, fields = task_key(task, device)
+        key, fields = task_key(task, device, opts.tf32)
     except Exception as e:  # noqa: BLE001 - the user's task file itself is broken
         raise UsageError(f"cannot load task {path}: {type(e).__name__}: {e}") from None
     store = store_for(opts)

@@ -15,6 +15,10 @@ Round 1 proposes what the task's own graph allows:
   templates for its matrix products and convolutions, epilogues fused, and reductions' block
   sizes, all tuned on this device (option ``max_autotune``: by default on a GPU for graphs with
   such ops).
+* ``builtin:tf32``, ``builtin:tf32+inductor``, ``builtin:tf32+inductor-max-autotune`` and, where
+  rewrites fired, ``builtin:rewrite(...)+inductor+tf32`` — the same with float32 matrix products
+  on TF32 tensor cores, for that module's calls only (option ``tf32``: by default on a GPU for
+  graphs with float32 products; they are served only where they pass the float32 tolerance).
 
 Round 2 (GPU) wraps the fastest verified non-graph candidate so far (a baseline such as inductor,
 or a rewrite) in CUDA-graph replay, when it is short enough to be launch-bound. Later rounds, or a
@@ -29,7 +33,7 @@ from ...baselines import baseline_candidate
 from ...contracts import Attempt, Candidate
 from ...log import logger
 from ..base import Engine, SearchContext
-from . import aoti, cudagraph, max_autotune
+from . import aoti, cudagraph, max_autotune, tf32
 
 # Candidates slower than this (ms) are not launch-bound: a CUDA graph saves ~µs per kernel.
 CUDA_GRAPH_MAX_MS = 5.0
@@ -42,6 +46,7 @@ class BuiltinEngine(Engine):
         self.options = options
         self._proposed: set[str] = set()
         self._tunable = False   # the task's graph has products, convolutions or reductions
+        self._fp32_products = False   # ... float32 matrix products
 
     # -- round 1 -----------------------------------------------------------------------------
     def _rewrite_candidates(self, task, ctx: SearchContext) -> list[Candidate]:
@@ -50,6 +55,7 @@ class BuiltinEngine(Engine):
         try:
             traced = trace_task(task, ctx.device)
             self._tunable = max_autotune.has_tunable_ops(traced.gm)
+            self._fp32_products = tf32.has_fp32_products(traced.gm)
             results = [apply_rewrites(traced.gm)]
             if set(results[0].fired) & KERNEL_CHOICE:   # and the graph with only exact removals
                 exact = apply_rewrites(traced.gm, only=[n for n in NAMES if n not in KERNEL_CHOICE])
@@ -86,10 +92,17 @@ class BuiltinEngine(Engine):
             return []
         out.append(Candidate(eager, f"builtin:rewrite({what})", meta=dict(meta)))
         out.append(Candidate(compiled, f"builtin:rewrite({what})+inductor", meta=dict(meta)))
+        if self._tf32(ctx):
+            out.append(Candidate(tf32.wrap(compiled, f"rewritten graph ({what}) through inductor, "
+                                                     "float32 products in TF32"),
+                                 f"builtin:rewrite({what})+inductor+tf32", meta=dict(meta)))
         if self._aoti(ctx):
             out.append(Candidate(aoti.wrap(eager, f"rewritten graph ({what}) through AOTInductor"),
                                  f"builtin:rewrite({what})+aoti", meta=dict(meta)))
         return out
+
+    def _tf32(self, ctx: SearchContext) -> bool:
+        return tf32.enabled(getattr(self.options, "tf32", "auto"), ctx.device, self._fp32_products)
 
     def _aoti(self, ctx: SearchContext) -> bool:
         return aoti.enabled(getattr(self.options, "aoti", "auto"), ctx.device)
@@ -105,10 +118,16 @@ class BuiltinEngine(Engine):
                                    "builtin:aoti"))
         setting = getattr(self.options, "max_autotune", "auto")
         measured = self.options.baseline_names() if self.options is not None else []
-        if max_autotune.enabled(setting, ctx.device, self._tunable) \
-                and "inductor-max-autotune" not in measured:
+        tuned = max_autotune.enabled(setting, ctx.device, self._tunable)
+        if tuned and "inductor-max-autotune" not in measured:
             base = baseline_candidate(task, "inductor-max-autotune")
             cands.append(Candidate(base.source, "builtin:inductor-max-autotune"))
+        if self._tf32(ctx):
+            for name in ("eager", "inductor") + (("inductor-max-autotune",) if tuned else ()):
+                base = baseline_candidate(task, name)
+                origin = "builtin:tf32" + ("" if name == "eager" else "+" + name)
+                cands.append(Candidate(tf32.wrap(base.source, f"{name}, float32 products in TF32"),
+                                       origin))
         return cands
 
     # -- round 2 -----------------------------------------------------------------------------
