@@ -194,6 +194,10 @@ def test_cudagraph_candidates_verify_on_gpu():
     assert any(c.origin == "builtin:cudagraph" for c in cands)
     for c in cands:
         verdict, timing = evaluate(task, c, device="cuda", time_it=True)
+        if "tf32" in c.origin and not verdict.accepted:
+            # two products in a row in TF32 may exceed the float32 tolerance: refused as such
+            assert verdict.reason == "mismatch", (c.origin, verdict)
+            continue
         assert verdict.accepted, (c.origin, verdict)
         assert timing is not None and timing.median_ms > 0
 
