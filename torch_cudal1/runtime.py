@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 
+from . import global_settings
 from .cache.store import ARTIFACTS, CacheStore
 from .task import TENSORS_FILE, load_source
 
@@ -65,12 +66,19 @@ def instantiate(source: str, entry_dir: Path, device: str, module_name: str):
     if side.exists():
         from safetensors.torch import load_file
         captured = load_file(str(side))
+    before = global_settings.snapshot()
     with prebuilt_extensions(entry_dir / ARTIFACTS):
         mod = load_source(source, module_name, captured=captured,
                           filename=str(entry_dir / "winner.py"))
         init = mod.get_init_inputs() if hasattr(mod, "get_init_inputs") else []
         model = mod.ModelNew(*init)
     model = model.to(device).eval()
+    # global settings its import or construction changed hold during its calls only, as verified
+    model, changes = global_settings.scoped(model, before)
+    if changes:
+        from .log import logger
+        logger.info("winner %s: its settings kept to its own calls (%s)", module_name,
+                    global_settings.describe(changes))
     STATS["winners_loaded"] += 1
     return model.forward
 

@@ -37,6 +37,7 @@ sys.dont_write_bytecode = True   # the audit hook forbids writes into library di
 import torch  # noqa: E402
 
 from ..contracts import Verdict  # noqa: E402
+from .. import global_settings  # noqa: E402
 from ..task import load_source  # noqa: E402
 from . import guards, sandbox  # noqa: E402
 from .compare import check_real_tensor, compare, flatten_outputs, pieces  # noqa: E402
@@ -119,47 +120,6 @@ def _load_real_inputs(wd: Path):
     return [tensors[f"i{i}"] if f"i{i}" in tensors else scalars[f"i{i}"] for i in range(n)]
 
 
-_PRECISION_FLAGS = (("torch.backends.cuda.matmul", "allow_tf32"),
-                    ("torch.backends.cuda.matmul", "allow_fp16_reduced_precision_reduction"),
-                    ("torch.backends.cuda.matmul", "allow_bf16_reduced_precision_reduction"),
-                    ("torch.backends.cudnn", "allow_tf32"))
-
-
-def _precision_state() -> dict:
-    state = {"fp32_matmul": torch.get_float32_matmul_precision()}
-    for owner, name in _PRECISION_FLAGS:
-        try:
-            state[(owner, name)] = getattr(eval(owner, {"torch": torch}), name)  # noqa: S307
-        except Exception:  # noqa: BLE001 - flag missing on this build
-            pass
-    return state
-
-
-class _reference_precision:
-    """Run the reference under the harness's precision settings, whatever global flags the
-    candidate set (allow_tf32 would otherwise loosen the reference and, with it, the tolerance)."""
-
-    def __init__(self, state: dict):
-        self.state = state
-
-    def _apply(self, state: dict) -> None:
-        torch.set_float32_matmul_precision(state["fp32_matmul"])
-        for key, value in state.items():
-            if isinstance(key, tuple):
-                try:
-                    setattr(eval(key[0], {"torch": torch}), key[1], value)  # noqa: S307
-                except Exception:  # noqa: BLE001
-                    pass
-
-    def __enter__(self):
-        self.saved = _precision_state()
-        self._apply(self.state)
-
-    def __exit__(self, *exc):
-        self._apply(self.saved)
-        return False
-
-
 class Harness:
     def __init__(self, wd: Path, req: dict):
         self.wd, self.req = wd, req
@@ -203,7 +163,7 @@ class Harness:
     def _reference(self, inputs, want_hi: bool = True):
         if self.stateful:   # every call from the state at construction (verify/state.py)
             self.ref_state.restore()
-        with _reference_precision(self.precision):
+        with global_settings.applied(self.settings):   # whatever the candidate set globally
             native = self.ref(*_clone(inputs))
         hi = None
         if self.ref_hi is not None and want_hi:
@@ -319,7 +279,7 @@ class Harness:
             # it before the snapshot so that its own rebinding is not taken for tampering.
             importlib.import_module("torch._dynamo")
         self.snap = guards.snapshot()
-        self.precision = _precision_state()
+        self.settings = global_settings.snapshot()   # the harness's: the reference runs under them
         self._build_env()
         self.lock = DeviceLock(self.device)   # its files are opened before the sandbox closes
         sandbox.install(self.write_roots, self._violation, shared=not self.req.get("isolate"))
@@ -336,7 +296,8 @@ class Harness:
         init = self.task.get_init_inputs()
         self.seed0 = _fresh_seed()
         torch.manual_seed(self.seed0)
-        self.ref = self.task.Model(*init).to(self.device).eval()
+        with global_settings.applied(self.settings):   # its construction is not the candidate's
+            self.ref = self.task.Model(*init).to(self.device).eval()
         try:
             self.ref_hi = copy.deepcopy(self.ref).double()
         except Exception:  # noqa: BLE001
@@ -350,6 +311,9 @@ class Harness:
         except Exception as e:  # noqa: BLE001
             reason, detail = classify_exception(e)
             raise Reject(reason, f"ModelNew(*init): {detail}") from None
+        # settings its import or construction changed hold during its calls only, as when served
+        self.new, changes = global_settings.scoped(self.new, self.settings)
+        self.scoped = global_settings.describe(changes) if changes else None
         self.phases["build_s"] = time.monotonic() - t0
         self.guard("after construction")
         # The reference's state as constructed (buffers, tensor attributes); the candidate's only
@@ -360,6 +324,12 @@ class Harness:
                 result = self._verify()
             if req.get("time_it"):
                 result["timing"] = self._time().to_json()
+        leaked = global_settings.leaks(self.settings)
+        if leaked:
+            raise Reject("global_state", "its calls change process-wide settings: "
+                         + global_settings.describe(leaked))
+        if self.scoped:
+            result["verdict"]["stats"]["settings_scoped"] = self.scoped
         self.guard("at the end")
         return result
 

@@ -9,9 +9,10 @@ through deep stacks of products) is the verifier's call on fresh inputs, like an
 The reference is always run at the harness's own precision, so the tolerance does not loosen.
 
 The wrapper sets ``float32_matmul_precision("high")`` for the wrapped module's call only and puts
-the caller's setting back afterwards (a winner never changes the precision of the rest of the
-user's program). Where the caller already allows TF32 or looser, or has mixed PyTorch's legacy and
-new precision APIs (then the setting cannot be read back safely), it leaves the flags alone.
+every precision setting back exactly afterwards (``global_settings.tf32_on`` / ``tf32_off``: a winner never
+changes the precision of the rest of the user's program, and the verifier refuses code whose calls
+leave a setting changed). Where the caller already allows TF32 or looser, or has mixed PyTorch's
+legacy and per-backend precision APIs, it leaves the settings alone.
 Inductor compiles under the flag it is called with (its Triton templates then use TF32 too);
 CUDA-graph replay of this candidate replays the captured TF32 kernels without touching flags.
 
@@ -32,6 +33,8 @@ WRAPPER = '''
 
 # --- cudal1 built-in: float32 matrix products on TF32 tensor cores --------------------------
 import torch as _cudal1_torch  # noqa: E402
+from torch_cudal1.global_settings import tf32_off as _cudal1_tf32_off  # noqa: E402
+from torch_cudal1.global_settings import tf32_on as _cudal1_tf32_on  # noqa: E402
 
 _Cudal1Tf32Inner = ModelNew
 
@@ -44,17 +47,11 @@ class ModelNew(_cudal1_torch.nn.Module):
         self.inner = _Cudal1Tf32Inner(*args, **kwargs)
 
     def forward(self, *inputs):
-        try:
-            saved = _cudal1_torch.get_float32_matmul_precision()
-        except RuntimeError:   # legacy and new precision APIs mixed by the caller: leave them be
-            return self.inner(*inputs)
-        if saved != "highest":   # the caller allows TF32 (or less) already
-            return self.inner(*inputs)
-        _cudal1_torch.set_float32_matmul_precision("high")
+        saved = _cudal1_tf32_on()
         try:
             return self.inner(*inputs)
         finally:
-            _cudal1_torch.set_float32_matmul_precision(saved)
+            _cudal1_tf32_off(saved)   # the caller's precision settings exactly
 '''
 
 
