@@ -1,3 +1,3 @@
-__version__ = "0.1.1"   # 0.1.1: CUDA-graph wrappers capture with cuBLAS workspaces of their own
+__version__ = "0.1.2"   # 0.1.2: global settings checked and kept to a winner's calls (TF32 candidates); 0.1.1: CUDA-graph wrappers capture with cuBLAS workspaces of their own
 # Bumped whenever the meaning of a cache entry changes; part of every key.
 CACHE_FORMAT = 1
