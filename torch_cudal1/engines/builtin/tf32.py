@@ -45,11 +45,14 @@ class ModelNew(_cudal1_torch.nn.Module):
     def __init__(self, *args, **kwargs):
         super().__init__()
         self.inner = _Cudal1Tf32Inner(*args, **kwargs)
+        # its forward itself: one nn.Module call less per call (a few us on a slow host; the
+        # wrapped module is our own rendering of the task, without hooks)
+        object.__setattr__(self, "_cudal1_forward", self.inner.forward)
 
     def forward(self, *inputs):
         saved = _cudal1_tf32_on()
         try:
-            return self.inner(*inputs)
+            return self._cudal1_forward(*inputs)
         finally:
             _cudal1_tf32_off(saved)   # the caller's precision settings exactly
 '''
