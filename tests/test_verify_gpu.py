@@ -130,3 +130,26 @@ def test_engine_code_with_triton_and_torch_compile_builds_in_its_own_caches(tmp_
     jit = list(tmp_path.glob("*.jit"))
     assert jit and any(jit[0].joinpath("triton").rglob("*")), sorted(map(str, tmp_path.rglob("*")))[:20]
     assert any(jit[0].joinpath("inductor").rglob("*.py"))
+
+
+def test_torch_compile_candidates_leave_global_settings_alone_on_cuda():
+    """Inductor (default, max-autotune, reduce-overhead's CUDA graphs) runs in the candidate's
+    calls without leaving a process-wide setting changed: none of them is refused
+    ``global_state``."""
+    from torch_cudal1.baselines import baseline_candidate
+    for name in ("inductor", "inductor-max-autotune", "inductor-reduce-overhead"):
+        v, _ = evaluate(TASK, baseline_candidate(TASK, name), device="cuda", timeout_s=300,
+                        time_budget_s=0.5)
+        assert v.accepted, (name, v)
+
+
+@pytest.mark.parametrize("name", ["honest_settings_at_init.py", "settings_leak.py"])
+def test_global_settings_on_cuda(name, tmp_path):
+    """Switches set at import or construction are kept to the candidate's calls on CUDA too;
+    switches its calls leave changed are refused."""
+    src = (ADV / name).read_text()
+    task = Task.from_file(ADV / "tasks" / "linear_act.py")
+    v, _ = evaluate(task, Candidate(src, origin="gpu-test"), device="cuda", timeout_s=300,
+                    time_budget_s=0.5, build_cache_dir=str(tmp_path))
+    expect = src.split("expect: ")[1].split()[0]
+    assert v.reason == expect, v
