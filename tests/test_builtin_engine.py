@@ -408,3 +408,90 @@ def test_tf32_candidates_pass_the_float32_tolerance_on_a_gpu_and_really_use_tf32
     assert torch.get_float32_matmul_precision() == "highest"
     assert err_tf32 > 20 * err_fp32, (err_tf32, err_fp32)
     assert err_tf32 < 1e-3
+
+
+CONV = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x))
+
+
+def get_inputs():
+    return [torch.randn(2, 3, 16, 16)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_cudnn_benchmark_candidates_are_proposed_on_gpus_for_convolutions(monkeypatch):
+    """Eager and inductor with cuDNN's autotuning: on a GPU, for graphs with convolutions,
+    unless switched off or the caller has it on already."""
+    from torch_cudal1.graph import trace
+    real = trace.trace_task
+    monkeypatch.setattr(trace, "trace_task", lambda task, device: real(task, "cpu"))  # no GPU here
+
+    def origins(src, device="cuda", **opts):
+        cands = BuiltinEngine(Options.resolve(opts)).propose(Task(src), [], _ctx(1, device))
+        return {c.origin for c in cands if "cudnn" in c.origin}
+    assert origins(CONV) == {"builtin:cudnn-benchmark", "builtin:cudnn-benchmark+inductor"}
+    assert origins(PLAIN) == set()
+    assert origins(CONV, "cpu") == set()
+    assert origins(CONV, cudnn_benchmark="off") == set()
+    assert "builtin:cudnn-benchmark" in origins(CONV, "cpu", cudnn_benchmark="on")
+    old = torch.backends.cudnn.benchmark
+    torch.backends.cudnn.benchmark = True
+    try:
+        assert origins(CONV) == set()
+    finally:
+        torch.backends.cudnn.benchmark = old
+
+
+def test_the_cudnn_benchmark_wrapper_switches_it_for_its_own_calls_only():
+    from torch_cudal1.baselines import baseline_candidate
+    from torch_cudal1.engines.builtin import cudnn_benchmark
+    from torch_cudal1.task import load_source
+    src = RECORDS_PRECISION.replace("torch.get_float32_matmul_precision()",
+                                    "torch.backends.cudnn.benchmark")
+    mod = load_source(cudnn_benchmark.wrap(baseline_candidate(Task(src), "eager").source),
+                      "cudal1_test_cudnn_benchmark")
+    m = mod.ModelNew()
+    assert torch.backends.cudnn.benchmark is False
+    m(torch.randn(16, 16), torch.randn(16, 16))
+    with pytest.raises(ValueError):
+        m(torch.randn(3, 16), torch.randn(16, 16))
+    assert mod.SEEN == [True, True]
+    assert torch.backends.cudnn.benchmark is False
+
+
+def test_a_cudnn_benchmark_candidate_is_verified_like_any_other():
+    cands = BuiltinEngine(Options.resolve({"cudnn_benchmark": "on", "max_autotune": "off"})).propose(
+        Task(CONV), [], _ctx())
+    (c,) = [c for c in cands if c.origin == "builtin:cudnn-benchmark+inductor"]
+    verdict, timing = evaluate(Task(CONV), c, device="cpu", trials=2, time_it=True)
+    assert verdict.accepted, verdict
+    assert timing is not None and timing.median_ms > 0
+
+
+@pytest.mark.gpu
+def test_cudnn_benchmark_candidates_verify_on_gpu():
+    """On CUDA, with the real cuDNN autotuning: accepted (same convolution, other algorithms),
+    and not refused ``global_state`` (the switch is back after every call)."""
+    task = Task(CONV.replace("torch.randn(2, 3, 16, 16)", "torch.randn(8, 3, 64, 64)"), name="conv")
+    cands = [c for c in BuiltinEngine(Options.resolve({"max_autotune": "off"})).propose(
+        task, [], _ctx(1, "cuda")) if "cudnn" in c.origin]
+    assert {c.origin for c in cands} == {"builtin:cudnn-benchmark",
+                                         "builtin:cudnn-benchmark+inductor"}
+    for c in cands:
+        verdict, timing = evaluate(task, c, device="cuda", time_it=True)
+        assert verdict.accepted, (c.origin, verdict)
+    assert torch.backends.cudnn.benchmark is False

@@ -41,6 +41,7 @@ class Options:
     aoti: str = "off"                # built-in AOTInductor candidates: off | auto (GPU only) | on
     max_autotune: str = "auto"       # built-in candidate: the reference through inductor max-autotune (Triton GEMM/conv templates and reduction block sizes tuned on the device): auto (GPU, graphs with matrix products, convolutions or reductions) | on | off
     tf32: str = "auto"               # built-in candidates with float32 matrix products on TF32 tensor cores, served only where they pass the verifier's float32 tolerance: auto (GPU, graphs with float32 products) | on | off (keeps full float32; part of the cache key)
+    cudnn_benchmark: str = "auto"    # built-in candidates with cuDNN's autotuning (cudnn.benchmark) for their own calls: auto (GPU, graphs with convolutions) | on | off
     arbitrate: str = "auto"          # time the winner against the user's graph (eager, inductor) in-process: auto (GPU) | on | off
     arbitrate_max_autotune: str = "off"  # the arbiter also times the user's graph through inductor max-autotune (and, with arbitrate_cudagraph, replayed as a CUDA graph): auto (GPU) | on | off; costs its compile (2-80 s per graph on real models)
     arbitrate_cudagraph: str = "auto"  # the arbiter also times inductor's code on the user's graph replayed as a CUDA graph: auto (on a GPU) | on (the same; kept for scripts) | off
@@ -104,7 +105,7 @@ class Options:
         flag = str(self.arbitrate_cudagraph).strip().lower()
         self.arbitrate_cudagraph = {"true": "on", "1": "on", "yes": "on", "false": "off", "0": "off",
                                     "no": "off"}.get(flag, flag)
-        for name in ("aoti", "max_autotune", "tf32", "arbitrate", "arbitrate_cudagraph",
+        for name in ("aoti", "max_autotune", "tf32", "cudnn_benchmark", "arbitrate", "arbitrate_cudagraph",
                      "arbitrate_max_autotune"):
             if getattr(self, name) not in ("auto", "on", "off"):
                 raise ValueError(f"torch_cudal1 option {name}={getattr(self, name)!r}; expected one "

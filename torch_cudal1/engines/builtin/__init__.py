@@ -19,6 +19,10 @@ Round 1 proposes what the task's own graph allows:
   rewrites fired, ``builtin:rewrite(...)+inductor+tf32`` — the same with float32 matrix products
   on TF32 tensor cores, for that module's calls only (option ``tf32``: by default on a GPU for
   graphs with float32 products; they are served only where they pass the float32 tolerance).
+* ``builtin:cudnn-benchmark``, ``builtin:cudnn-benchmark+inductor`` and, where rewrites fired,
+  ``builtin:rewrite(...)+inductor+cudnn-benchmark`` — the same with cuDNN's autotuning of
+  convolution algorithms for that module's calls only (option ``cudnn_benchmark``: by default on
+  a GPU for graphs with convolutions).
 
 Round 2 (GPU) wraps the fastest verified non-graph candidate so far (a baseline such as inductor,
 or a rewrite) in CUDA-graph replay, when it is short enough to be launch-bound. Later rounds, or a
@@ -33,7 +37,7 @@ from ...baselines import baseline_candidate
 from ...contracts import Attempt, Candidate
 from ...log import logger
 from ..base import Engine, SearchContext
-from . import aoti, cudagraph, max_autotune, tf32
+from . import aoti, cudagraph, cudnn_benchmark, max_autotune, tf32
 
 # Candidates slower than this (ms) are not launch-bound: a CUDA graph saves ~µs per kernel.
 CUDA_GRAPH_MAX_MS = 5.0
@@ -47,6 +51,7 @@ class BuiltinEngine(Engine):
         self._proposed: set[str] = set()
         self._tunable = False   # the task's graph has products, convolutions or reductions
         self._fp32_products = False   # ... float32 matrix products
+        self._convolutions = False    # ... convolutions
 
     # -- round 1 -----------------------------------------------------------------------------
     def _rewrite_candidates(self, task, ctx: SearchContext) -> list[Candidate]:
@@ -56,6 +61,7 @@ class BuiltinEngine(Engine):
             traced = trace_task(task, ctx.device)
             self._tunable = max_autotune.has_tunable_ops(traced.gm)
             self._fp32_products = tf32.has_fp32_products(traced.gm)
+            self._convolutions = cudnn_benchmark.has_convolutions(traced.gm)
             results = [apply_rewrites(traced.gm)]
             if set(results[0].fired) & KERNEL_CHOICE:   # and the graph with only exact removals
                 exact = apply_rewrites(traced.gm, only=[n for n in NAMES if n not in KERNEL_CHOICE])
@@ -96,6 +102,11 @@ class BuiltinEngine(Engine):
             out.append(Candidate(tf32.wrap(compiled, f"rewritten graph ({what}) through inductor, "
                                                      "float32 products in TF32"),
                                  f"builtin:rewrite({what})+inductor+tf32", meta=dict(meta)))
+        if self._cudnn_benchmark(ctx):
+            out.append(Candidate(cudnn_benchmark.wrap(compiled, f"rewritten graph ({what}) through "
+                                                                "inductor, cuDNN autotuning"),
+                                 f"builtin:rewrite({what})+inductor+cudnn-benchmark",
+                                 meta=dict(meta)))
         if self._aoti(ctx):
             out.append(Candidate(aoti.wrap(eager, f"rewritten graph ({what}) through AOTInductor"),
                                  f"builtin:rewrite({what})+aoti", meta=dict(meta)))
@@ -103,6 +114,10 @@ class BuiltinEngine(Engine):
 
     def _tf32(self, ctx: SearchContext) -> bool:
         return tf32.enabled(getattr(self.options, "tf32", "auto"), ctx.device, self._fp32_products)
+
+    def _cudnn_benchmark(self, ctx: SearchContext) -> bool:
+        return cudnn_benchmark.enabled(getattr(self.options, "cudnn_benchmark", "auto"),
+                                       ctx.device, self._convolutions)
 
     def _aoti(self, ctx: SearchContext) -> bool:
         return aoti.enabled(getattr(self.options, "aoti", "auto"), ctx.device)
@@ -127,6 +142,12 @@ class BuiltinEngine(Engine):
                 base = baseline_candidate(task, name)
                 origin = "builtin:tf32" + ("" if name == "eager" else "+" + name)
                 cands.append(Candidate(tf32.wrap(base.source, f"{name}, float32 products in TF32"),
+                                       origin))
+        if self._cudnn_benchmark(ctx):
+            for name in ("eager", "inductor"):
+                base = baseline_candidate(task, name)
+                origin = "builtin:cudnn-benchmark" + ("" if name == "eager" else "+" + name)
+                cands.append(Candidate(cudnn_benchmark.wrap(base.source, f"{name}, cuDNN autotuning"),
                                        origin))
         return cands
 
