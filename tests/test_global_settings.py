@@ -81,3 +81,19 @@ def test_leaks_name_what_changed():
     finally:
         global_settings.apply(before)
     assert global_settings.leaks(before) == {}
+
+
+def test_legacy_switches_come_back_readable():
+    """The legacy TF32 switches are part of the state: after a candidate flipped them, the
+    caller can read them again (PyTorch refuses to read a legacy switch whose per-backend values
+    were restored without it)."""
+    before = global_settings.snapshot()
+    try:
+        torch.backends.cuda.matmul.allow_tf32 = not torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cudnn.allow_tf32 = not torch.backends.cudnn.allow_tf32
+        assert {"cudnn.allow_tf32", "float32_matmul_precision"} <= set(global_settings.leaks(before))
+    finally:
+        global_settings.apply(before)
+    assert global_settings.leaks(before) == {}
+    assert torch.backends.cudnn.allow_tf32 == before["cudnn.allow_tf32"]
+    assert torch.get_float32_matmul_precision() == before["float32_matmul_precision"]

@@ -50,15 +50,25 @@ def _attr(owner, name):
     return (lambda: getattr(owner, name)), (lambda v: setattr(owner, name, v))
 
 
+def _legacy_cudnn_tf32():
+    def get():
+        try:
+            return torch.backends.cudnn.allow_tf32
+        except RuntimeError:   # conv and RNN set apart through the per-backend API
+            return None
+    return get, (lambda v: setattr(torch.backends.cudnn, "allow_tf32", v))
+
+
 def _sdp(name):
     return getattr(torch.backends.cuda, f"{name}_sdp_enabled"), getattr(torch.backends.cuda,
                                                                          f"enable_{name}_sdp")
 
 
 def _settings() -> dict:
-    """name -> (get, set), in the order they are applied (the legacy matmul precision first: it
-    also rewrites the per-backend values, which follow it)."""
-    s = {"float32_matmul_precision": (_legacy_matmul_get, torch.set_float32_matmul_precision)}
+    """name -> (get, set), in the order they are applied."""
+    # the legacy switches first: setting them rewrites the per-backend values, which follow
+    s = {"float32_matmul_precision": (_legacy_matmul_get, torch.set_float32_matmul_precision),
+         "cudnn.allow_tf32": _legacy_cudnn_tf32()}
     for backend, op in _fp32_pairs():
         s[f"fp32_precision.{backend}.{op}"] = (
             (lambda b=backend, o=op: torch._C._get_fp32_precision_getter(b, o)),
