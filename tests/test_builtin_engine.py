@@ -359,15 +359,6 @@ def test_tf32_candidates_are_proposed_on_gpus_for_float32_products(monkeypatch):
     assert "builtin:tf32" in origins(PLAIN, "cpu", tf32="on")
 
 
-def test_a_tf32_candidate_is_verified_like_any_other():
-    cands = BuiltinEngine(Options.resolve({"tf32": "on", "max_autotune": "off"})).propose(
-        Task(PLAIN), [], _ctx())
-    (c,) = [c for c in cands if c.origin == "builtin:tf32+inductor"]
-    verdict, timing = evaluate(Task(PLAIN), c, device="cpu", trials=2, time_it=True)
-    assert verdict.accepted, verdict
-    assert timing is not None and timing.median_ms > 0
-
-
 LONG_PRODUCT = '''
 import torch
 import torch.nn as nn
@@ -473,11 +464,17 @@ def test_the_cudnn_benchmark_wrapper_switches_it_for_its_own_calls_only():
     assert torch.backends.cudnn.benchmark is False
 
 
-def test_a_cudnn_benchmark_candidate_is_verified_like_any_other():
-    cands = BuiltinEngine(Options.resolve({"cudnn_benchmark": "on", "max_autotune": "off"})).propose(
-        Task(CONV), [], _ctx())
-    (c,) = [c for c in cands if c.origin == "builtin:cudnn-benchmark+inductor"]
-    verdict, timing = evaluate(Task(CONV), c, device="cpu", trials=2, time_it=True)
+@pytest.mark.parametrize("option,task,origin", [
+    ("tf32", "PLAIN", "builtin:tf32+inductor"),
+    ("cudnn_benchmark", "CONV", "builtin:cudnn-benchmark+inductor")])
+def test_a_switched_candidate_is_verified_like_any_other(option, task, origin):
+    """The TF32 and cuDNN-autotuning candidates through the verifier (on CPU: their switches
+    change nothing there, but they must be put back after every call, or ``global_state``)."""
+    src = globals()[task]
+    cands = BuiltinEngine(Options.resolve({option: "on", "max_autotune": "off"})).propose(
+        Task(src), [], _ctx())
+    (c,) = [c for c in cands if c.origin == origin]
+    verdict, timing = evaluate(Task(src), c, device="cpu", trials=2, time_it=True)
     assert verdict.accepted, verdict
     assert timing is not None and timing.median_ms > 0
 

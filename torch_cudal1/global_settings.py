@@ -177,6 +177,18 @@ def tf32_off(saved) -> None:
         put(value)   # the legacy setter writes "ieee" where it was "none"
 
 
+def cudnn_benchmark_on() -> bool:
+    """cuDNN's autotuning of convolution algorithms from now (the built-in candidates, per call);
+    returns the caller's setting for ``cudnn_benchmark_off``."""
+    saved = torch.backends.cudnn.benchmark
+    torch.backends.cudnn.benchmark = True
+    return saved
+
+
+def cudnn_benchmark_off(saved: bool) -> None:
+    torch.backends.cudnn.benchmark = saved
+
+
 @contextlib.contextmanager
 def tf32_products():
     saved = tf32_on()

@@ -18,48 +18,17 @@ from __future__ import annotations
 
 import torch
 
+from . import switched
+from .switched import op_name
+
 _CONVOLUTIONS = {"convolution", "_convolution", "cudnn_convolution",
                  "cudnn_convolution_transpose", "conv1d", "conv2d", "conv3d",
                  "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"}
 
-WRAPPER = '''
-
-# --- cudal1 built-in: cuDNN's autotuning for this module's convolutions ---------------------
-import torch as _cudal1_torch  # noqa: E402
-
-_Cudal1CudnnInner = ModelNew
-
-
-class ModelNew(_cudal1_torch.nn.Module):
-    """cudal1 built-in: {doc}"""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__()
-        self.inner = _Cudal1CudnnInner(*args, **kwargs)
-        # its forward itself: one nn.Module call less per call (our own rendering, no hooks)
-        object.__setattr__(self, "_cudal1_forward", self.inner.forward)
-
-    def forward(self, *inputs):
-        cudnn = _cudal1_torch.backends.cudnn
-        saved = cudnn.benchmark
-        cudnn.benchmark = True
-        try:
-            return self._cudal1_forward(*inputs)
-        finally:
-            cudnn.benchmark = saved   # the caller's setting, whatever happened
-'''
 
 
 def has_convolutions(gm: torch.fx.GraphModule) -> bool:
-    for node in gm.graph.nodes:
-        if node.op != "call_function":
-            continue
-        packet = getattr(node.target, "overloadpacket", None)
-        name = getattr(packet, "__name__", "") if packet is not None else \
-            getattr(node.target, "__name__", "")
-        if name in _CONVOLUTIONS:
-            return True
-    return False
+    return any(op_name(node) in _CONVOLUTIONS for node in gm.graph.nodes)
 
 
 def enabled(setting: str, device: str, convolutions: bool) -> bool:
@@ -72,4 +41,5 @@ def enabled(setting: str, device: str, convolutions: bool) -> bool:
 
 
 def wrap(source: str, doc: str = "cuDNN's autotuning for this module's convolutions") -> str:
-    return source.rstrip() + "\n" + WRAPPER.replace("{doc}", doc)
+    return switched.wrap(source, tag="cudnn", title="cuDNN's autotuning for this module's "
+                         "convolutions", doc=doc, on="cudnn_benchmark_on", off="cudnn_benchmark_off")

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import torch
 
+from .switched import op_name
+
 # ATen ops that max-autotune has templates for (after decomposition: linear -> addmm / mm,
 # matmul -> mm / bmm), and reductions whose block sizes it tunes
 _TEMPLATED = {"mm", "addmm", "bmm", "baddbmm", "convolution", "_convolution", "convolution_backward",
@@ -26,14 +28,7 @@ _TUNED = _TEMPLATED | _REDUCTIONS
 
 def has_tunable_ops(gm: torch.fx.GraphModule) -> bool:
     """True when the graph calls a matrix product, a convolution or a reduction."""
-    for node in gm.graph.nodes:
-        if node.op != "call_function":
-            continue
-        packet = getattr(node.target, "overloadpacket", None)
-        name = getattr(packet, "__name__", "") if packet is not None else ""
-        if name in _TUNED:
-            return True
-    return False
+    return any(op_name(node) in _TUNED for node in gm.graph.nodes)
 
 
 def enabled(setting: str, device: str, tunable: bool) -> bool:

@@ -25,48 +25,19 @@ from __future__ import annotations
 
 import torch
 
+from . import switched
+from .switched import op_name
+
 # ATen matrix products that cuBLAS runs, before and after decomposition
 _PRODUCTS = {"mm", "addmm", "bmm", "baddbmm", "addbmm", "matmul", "linear", "_addmm_activation",
              "einsum", "tensordot", "_scaled_dot_product_attention_math"}
 
-WRAPPER = '''
-
-# --- cudal1 built-in: float32 matrix products on TF32 tensor cores --------------------------
-import torch as _cudal1_torch  # noqa: E402
-from torch_cudal1.global_settings import tf32_off as _cudal1_tf32_off  # noqa: E402
-from torch_cudal1.global_settings import tf32_on as _cudal1_tf32_on  # noqa: E402
-
-_Cudal1Tf32Inner = ModelNew
-
-
-class ModelNew(_cudal1_torch.nn.Module):
-    """cudal1 built-in: {doc}"""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__()
-        self.inner = _Cudal1Tf32Inner(*args, **kwargs)
-        # its forward itself: one nn.Module call less per call (a few us on a slow host; the
-        # wrapped module is our own rendering of the task, without hooks)
-        object.__setattr__(self, "_cudal1_forward", self.inner.forward)
-
-    def forward(self, *inputs):
-        saved = _cudal1_tf32_on()
-        try:
-            return self._cudal1_forward(*inputs)
-        finally:
-            _cudal1_tf32_off(saved)   # the caller's precision settings exactly
-'''
 
 
 def has_fp32_products(gm: torch.fx.GraphModule) -> bool:
     """True when the graph has a matrix product with a float32 result."""
     for node in gm.graph.nodes:
-        if node.op != "call_function":
-            continue
-        packet = getattr(node.target, "overloadpacket", None)
-        name = getattr(packet, "__name__", "") if packet is not None else \
-            getattr(node.target, "__name__", "")
-        if name not in _PRODUCTS:
+        if op_name(node) not in _PRODUCTS:
             continue
         val = node.meta.get("val")
         vals = val if isinstance(val, (list, tuple)) else [val]
@@ -84,4 +55,5 @@ def enabled(setting: str, device: str, products: bool) -> bool:
 
 def wrap(source: str, doc: str = "float32 matrix products on TF32 tensor cores") -> str:
     """``source`` (defining ModelNew) with ModelNew's calls run under TF32 matrix products."""
-    return source.rstrip() + "\n" + WRAPPER.replace("{doc}", doc)
+    return switched.wrap(source, tag="tf32", title="float32 matrix products on TF32 tensor cores",
+                         doc=doc, on="tf32_on", off="tf32_off")
