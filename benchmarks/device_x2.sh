@@ -28,7 +28,8 @@
 # benchmarks/attention_check.py there first, COEXIST=1 benchmarks/cudagraph_coexist.py (with
 # COEXIST_ARGS);
 # GPU_TESTS= (empty) skips its GPU tests, GPU_TESTS_ARGS='tests/x.py -k y' picks them (GPU_TESTS_S
-# seconds for them, default 150; each test's name is logged as it ends); NO_CUDNN_SDP=1: real models without cuDNN attention.
+# seconds for them, default 150; each test's name is logged as it ends; TESTS_GPU=1 runs them on GPU 1
+# before its models instead of on GPU 0); NO_CUDNN_SDP=1: real models without cuDNN attention.
 # IDS=L1_61,... limits the runner to those tasks, AGAIN=1 runs them even where they have records.
 # Part real: ALONE_IDS=L2_34,... runs those first on GPU 1, one at a time (ALONE_S seconds), again.
 set -u
@@ -125,9 +126,13 @@ if [ "$PART" != real ] && [ "$PART" -le 3 ]; then
 elif [ "$PART" = real ]; then
   # Real models on both GPUs at once (MODELS0 on GPU 0, MODELS on GPU 1), each GPU then joins
   # the runner.
-  ( [ -n "${GPU_TESTS-1}" ] && CUDA_VISIBLE_DEVICES=0 timeout ${GPU_TESTS_S:-150} python3 -m pytest -m gpu -v \
-      -p no:cacheprovider ${GPU_TESTS_ARGS:-tests/test_graph_inputs.py tests/test_builtin_engine.py \
+  TG=${TESTS_GPU:-0}
+  real_tests() {
+    [ -n "${GPU_TESTS-1}" ] && CUDA_VISIBLE_DEVICES=$TG timeout ${GPU_TESTS_S:-150} python3 -m pytest -m gpu -v \
+      --durations=0 -p no:cacheprovider ${GPU_TESTS_ARGS:-tests/test_graph_inputs.py tests/test_builtin_engine.py \
       tests/test_arbiter.py tests/test_verify_stateful.py} > $W/gpu_tests_real.log 2>&1
+  }
+  ( [ "$TG" = 0 ] && real_tests
     if [ -n "${COEXIST:-}" ]; then   # which CUDA-graph users can share a process
       mkdir -p $W/coexist; CUDA_VISIBLE_DEVICES=0 timeout ${COEXIST_S:-330} python3 \
         benchmarks/cudagraph_coexist.py --timeout 150 ${COEXIST_ARGS:-} --out $W/coexist \
@@ -139,7 +144,8 @@ elif [ "$PART" = real ]; then
     fi
     [ -n "${MODELS0-resnet18}" ] && real_models 0 ${MODELS0-resnet18}
     run_gpu 0 p$PART $(( $(left) - 10 )) ) &
-  ( [ -n "${MODELS-bert,gpt2}" ] && real_models 1 ${MODELS-bert,gpt2}
+  ( [ "$TG" = 1 ] && real_tests
+    [ -n "${MODELS-bert,gpt2}" ] && real_models 1 ${MODELS-bert,gpt2}
     if [ -n "${ALONE_IDS:-}" ]; then   # tasks that need the device's memory to themselves
       ( IDS=$ALONE_IDS JOBS=1 AGAIN=1; run_gpu 1 alone ${ALONE_S:-300} )
     fi
