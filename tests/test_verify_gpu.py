@@ -135,12 +135,18 @@ def test_engine_code_with_triton_and_torch_compile_builds_in_its_own_caches(tmp_
 def test_torch_compile_candidates_leave_global_settings_alone_on_cuda():
     """Inductor (default, max-autotune, reduce-overhead's CUDA graphs) runs in the candidate's
     calls without leaving a process-wide setting changed: none of them is refused
-    ``global_state``."""
+    ``global_state``. Reduce-overhead's cudagraph trees overwrite a call's outputs on the next
+    call, which the buffer-reuse check refuses (``lazy_output``; the H200, session 10): that is
+    why the built-in engine replays inductor's code through its own CUDA-graph wrapper, whose
+    candidates ``test_cudagraph_candidates_verify_on_gpu`` accepts."""
     from torch_cudal1.baselines import baseline_candidate
     for name in ("inductor", "inductor-max-autotune", "inductor-reduce-overhead"):
         v, _ = evaluate(TASK, baseline_candidate(TASK, name), device="cuda", timeout_s=300,
                         time_budget_s=0.5)
-        assert v.accepted, (name, v)
+        if name == "inductor-reduce-overhead":
+            assert v.accepted or v.reason == "lazy_output", (name, v)
+        else:
+            assert v.accepted, (name, v)
 
 
 @pytest.mark.parametrize("name", ["honest_settings_at_init.py", "settings_leak.py"])
