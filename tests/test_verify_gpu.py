@@ -149,12 +149,13 @@ def test_torch_compile_candidates_leave_global_settings_alone_on_cuda():
             assert v.accepted, (name, v)
 
 
-@pytest.mark.parametrize("name", ["honest_settings_at_init.py", "settings_leak.py"])
+@pytest.mark.parametrize("name", ["honest_settings_at_init.py", "honest_tf32_switch_at_init.py",
+                                  "settings_leak.py"])
 def test_global_settings_on_cuda(name, tmp_path):
     """Switches set at import or construction are kept to the candidate's calls on CUDA too;
     switches its calls leave changed are refused."""
     src = (ADV / name).read_text()
-    task = Task.from_file(ADV / "tasks" / "linear_act.py")
+    task = Task.from_file(ADV / "tasks" / (src.split("# task: ")[1].split()[0] + ".py"))
     v, _ = evaluate(task, Candidate(src, origin="gpu-test"), device="cuda", timeout_s=300,
                     time_budget_s=0.5, build_cache_dir=str(tmp_path))
     expect = src.split("expect: ")[1].split()[0]

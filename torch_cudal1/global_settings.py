@@ -136,24 +136,39 @@ def applied(state: dict):
         apply(saved)
 
 
+# The legacy switches rewrite per-backend values as a side effect (through them, PyTorch writes
+# "ieee" where a per-backend value was "none"); the values each is tried with.
+_LEGACY = {"float32_matmul_precision": ("high", "highest"), "cudnn.allow_tf32": (False, True)}
+_REWRITES: dict[str, list[str]] = {}
+
+
+def rewritten_by(name: str) -> list[str]:
+    """The per-backend settings that setting the legacy switch ``name`` rewrites on this build,
+    in the table's order; found once by trying it (and undoing it)."""
+    if name not in _REWRITES:
+        table, before = settings(), snapshot()
+        touched = set()
+        try:
+            for value in _LEGACY.get(name, ()):
+                table[name][1](value)
+                now = snapshot()
+                touched |= {k for k in table if k not in _LEGACY and now[k] != before[k]}
+        finally:
+            apply(before)
+        _REWRITES[name] = [k for k in table if k in touched]
+    return _REWRITES[name]
+
+
 _MATMUL: list | None = None
 
 
 def _matmul_settings() -> list:
-    """(get, set) of the per-backend settings that ``set_float32_matmul_precision`` rewrites on
-    this build, found once by trying it (and undoing it): only those are read and set per call."""
+    """(get, set) of the per-backend settings that ``set_float32_matmul_precision`` rewrites:
+    only those are read and set per call."""
     global _MATMUL
     if _MATMUL is None:
-        table, before = settings(), snapshot()
-        try:
-            torch.set_float32_matmul_precision("high")
-            mid = snapshot()
-            torch.set_float32_matmul_precision("highest")
-            end = snapshot()
-        finally:
-            apply(before)
-        _MATMUL = [table[k] for k in table if k != "float32_matmul_precision"
-                   and (mid[k] != before[k] or end[k] != before[k])]
+        table = settings()
+        _MATMUL = [table[k] for k in rewritten_by("float32_matmul_precision")]
     return _MATMUL
 
 
@@ -173,7 +188,7 @@ def tf32_off(saved) -> None:
     if saved is None:
         return
     torch.set_float32_matmul_precision("highest")
-    for (_, put), value in zip(_MATMUL, saved):
+    for (_, put), value in zip(_matmul_settings(), saved):
         put(value)   # the legacy setter writes "ieee" where it was "none"
 
 
@@ -239,7 +254,10 @@ def scoped(model, before: dict):
     if not changes:
         return model, {}
     apply(before)
-    own = {k: after[k] for k in changes}
+    # a legacy switch among them rewrites per-backend values when set: those are the module's
+    # (on entry) and the caller's (on exit) too, exactly
+    keys = set(changes).union(*(rewritten_by(k) for k in changes if k in _LEGACY))
+    own = {k: after[k] for k in keys}
     return Scoped(model, own), changes
 
 
