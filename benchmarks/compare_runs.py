@@ -23,7 +23,7 @@ def load(d: str) -> dict:
     return {r["id"]: r for r in (json.loads(x) for x in lines if x.strip()) if r.get("eager_ms")}
 
 
-def reruns(d: str, since: int) -> int:
+def reruns(d: str, since: int, total: int = 250) -> int:
     lines = (Path(d) / "results.jsonl").read_text().splitlines()
     before, after = {}, {}
     for i, x in enumerate(lines):
@@ -44,13 +44,15 @@ def reruns(d: str, since: int) -> int:
           f"eager >= 0.3 ms ({len(both) - len(short)} tasks) "
           f"{sum(v for k, v in moved.items() if k not in short):+.3f}; "
           f"eager < 0.3 ms ({len(short)} tasks) {sum(moved[k] for k in short):+.3f}")
+    print(f"on the figure over all {total} tasks: a factor of {math.exp(sum(moved.values()) / total):.4f}")
     return 0
 
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "--reruns":
-        return reruns(argv[1], int(argv[argv.index("--since") + 1]))
+        total = int(argv[argv.index("--total") + 1]) if "--total" in argv else 250
+        return reruns(argv[1], int(argv[argv.index("--since") + 1]), total)
     a_dir, b_dir = argv[:2]
     a, b = load(a_dir), load(b_dir)
     common = sorted(set(a) & set(b), key=lambda k: (int(k[1:].split("_")[0]), int(k.split("_")[1])))

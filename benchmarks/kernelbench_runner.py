@@ -349,6 +349,10 @@ def write_markdown(records: list[dict], summary: dict, ceilings: dict, path: Pat
                   f"float32 tolerance): {at['tf32_winners']}. Without them (each such task at the "
                   "fastest accepted attempt of its search without TF32) the built-in figure over "
                   f"all tasks is {at['cudal1_builtin_full_fp32']:.3f}."]
+        if at.get("cudnn_benchmark_winners"):
+            L += ["", "Built-in winners with cuDNN's autotuning of convolution algorithms for "
+                  f"their own calls: {at['cudnn_benchmark_winners']}. Without them (likewise) the "
+                  f"built-in figure over all tasks is {at['cudal1_builtin_without_cudnn_benchmark']:.3f}."]
     L += ["", "Replayed CUDA-L1 solutions rejected by the verifier: "
           + ", ".join(f"{k}: {v['replay_rejected']}" for k, v in summary.items()), "",
           "| task | eager ms | inductor ms | cudal1 builtin ms | winner | cudal1 replay ms | replay verdict "
@@ -394,22 +398,34 @@ def all_tasks_geomean(records: list[dict], total: int) -> dict:
                       ("cudal1_replay", "replay_ms")):
         logs = [math.log(r["eager_ms"] / r[col]) for r in ok if r.get(col)]
         out[name] = math.exp(sum(logs) / total) if total >= len(logs) else float("nan")
-    exact = [full_float32_ms(r) for r in ok]
-    logs = [math.log(r["eager_ms"] / ms) for r, ms in zip(ok, exact) if ms]
-    out["cudal1_builtin_full_fp32"] = math.exp(sum(logs) / total) if total >= len(logs) else float("nan")
-    out["tf32_winners"] = sum(1 for r in ok if "tf32" in str(r.get("builtin_winner")))
+    # what one mechanism adds, measured within the same searches: each task it won at the
+    # fastest accepted attempt of its own search without it
+    for tag, figure, count in SWITCHED:
+        logs = [math.log(r["eager_ms"] / ms) for r in ok if (ms := builtin_ms_without(r, tag))]
+        out[figure] = math.exp(sum(logs) / total) if total >= len(logs) else float("nan")
+        out[count] = sum(1 for r in ok if tag in str(r.get("builtin_winner")))
     out["measured"] = len(ok)
     return out
 
 
-def full_float32_ms(r: dict) -> float | None:
-    """The built-in time without TF32 products: the winner's, or where a TF32 candidate won, the
-    fastest accepted attempt of the same search without TF32."""
-    if "tf32" not in str(r.get("builtin_winner")):
+# (origin tag, summary key of the figure without it, summary key of its winners' count)
+SWITCHED = (("tf32", "cudal1_builtin_full_fp32", "tf32_winners"),
+            ("cudnn-benchmark", "cudal1_builtin_without_cudnn_benchmark", "cudnn_benchmark_winners"))
+
+
+def builtin_ms_without(r: dict, tag: str) -> float | None:
+    """The built-in time without candidates whose origin has ``tag``: the winner's, or where one
+    of them won, the fastest accepted attempt of the same search without them."""
+    if tag not in str(r.get("builtin_winner")):
         return r.get("builtin_ms")
     ms = [a["ms"] for a in r.get("attempts") or []
-          if a.get("reason") == "ok" and a.get("ms") and "tf32" not in str(a.get("origin"))]
+          if a.get("reason") == "ok" and a.get("ms") and tag not in str(a.get("origin"))]
     return min(ms) if ms else None
+
+
+def full_float32_ms(r: dict) -> float | None:
+    """The built-in time without TF32 products."""
+    return builtin_ms_without(r, "tf32")
 
 
 def write_solutions(records: list[dict], path: Path) -> None:

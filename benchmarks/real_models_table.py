@@ -1,5 +1,6 @@
 """Every cudal1 column of recorded real_models.py runs against the fastest baseline, paired by
-round (``real_models.paired_ratio``): one markdown table from one or more ``real_models.json``.
+round (``real_models.paired_ratio``), and where recorded the same from the warm-start process
+(``real_models.fresh_ratio``): one markdown table from one or more ``real_models.json``.
 
     PYTHONPATH=. python3 benchmarks/real_models_table.py benchmarks/results/h200/session5/call1/real_gpu*/real_models.json
 """
@@ -11,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.real_models import paired_ratio  # noqa: E402
+from benchmarks.real_models import fresh_ratio, paired_ratio  # noqa: E402
 
 VARIANTS = ("cudal1", "cudal1_graphed", "cudal1_plain")
 MODES = ("reduce_overhead", "max_autotune")   # torch.compile's CUDA-graph modes, where recorded
@@ -20,13 +21,17 @@ MODES = ("reduce_overhead", "max_autotune")   # torch.compile's CUDA-graph modes
 def table(recs: list[dict]) -> str:
     cols = [v for v in VARIANTS if any(v in (r.get("rounds_ms") or {}) for r in recs)]
     modes = [m for m in MODES if any(r.get(m + "_ms") is not None for r in recs)]
+    fresh = any(r.get("warm_rounds_ms") for r in recs)
     head = ["model", "dtype", "eager ms", "inductor ms"] + [f"{m} ms" for m in modes] \
-        + [f"{v} ms" for v in cols] + [f"{v} / best (paired)" for v in cols]
+        + [f"{v} ms" for v in cols] + [f"{v} / best (paired)" for v in cols] \
+        + (["cudal1 / best (fresh processes)"] if fresh else [])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in recs:
         cells = [r["model"], r["dtype"]] + [f"{x:.3f}" if (x := r.get(k + "_ms")) is not None
                                             else "-" for k in ("eager", "inductor", *modes, *cols)]
         cells += [f"{x:.3f}" if (x := paired_ratio(r, v)) is not None else "-" for v in cols]
+        if fresh:
+            cells.append(f"{x:.3f}" if (x := fresh_ratio(r)) is not None else "-")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -265,3 +265,32 @@ def test_the_summary_gives_the_figure_without_tf32_winners_too(tmp_path):
     summary["overall"]["all_tasks"] = at
     kb.write_markdown([tf, plain], summary, {}, path)
     assert "TF32 tensor cores (within the float32 tolerance): 1" in path.read_text()
+
+
+def test_the_summary_gives_the_figure_without_cudnn_autotuning_winners_too(tmp_path):
+    """Likewise for the cuDNN-autotuning candidates: their winners are counted, and the figure is
+    also given with each at the fastest accepted attempt of its search without them."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import kernelbench_runner as kb
+
+    def att(origin, ms, reason="ok"):
+        return {"origin": origin, "reason": reason, "ms": ms, "spread_ms": 0.0}
+    conv = {"id": "L1_55", "level": 1, "status": "ok", "eager_ms": 3.0, "inductor_ms": 4.0,
+            "builtin_ms": 1.5, "builtin_winner": "builtin:cudnn-benchmark", "replay_ms": 1.5,
+            "attempts": [att("baseline:eager", 3.0), att("baseline:inductor", 4.0),
+                         att("builtin:cudnn-benchmark+inductor", 1.0, reason="mismatch"),
+                         att("builtin:cudnn-benchmark", 1.5)]}
+    tf = dict(conv, id="L1_1", builtin_winner="builtin:tf32", builtin_ms=1.5,
+              attempts=[att("baseline:eager", 3.0), att("builtin:tf32", 1.5)])
+    assert kb.builtin_ms_without(conv, "cudnn-benchmark") == 3.0
+    assert kb.builtin_ms_without(tf, "cudnn-benchmark") == 1.5
+    at = kb.all_tasks_geomean([conv, tf], total=2)
+    assert (at["cudnn_benchmark_winners"], at["tf32_winners"]) == (1, 1)
+    assert abs(at["cudal1_builtin"] - 2.0) < 1e-9
+    assert abs(at["cudal1_builtin_without_cudnn_benchmark"] - 2.0 ** 0.5) < 1e-9
+    path = tmp_path / "summary.md"
+    summary = kb.summarize([conv, tf])
+    summary["overall"]["all_tasks"] = at
+    kb.write_markdown([conv, tf], summary, {}, path)
+    assert "autotuning of convolution algorithms for their own calls: 1. Without them" \
+        in path.read_text()

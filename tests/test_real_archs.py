@@ -149,6 +149,23 @@ def test_paired_ratio_is_against_the_fastest_baseline_of_each_round():
     assert real_models.paired_ratio(rec) == pytest.approx(1.5)   # 1.5 / min(2, 4, 1) ...
 
 
+def test_fresh_ratio_pairs_cudal1_with_the_baselines_of_the_warm_start_process():
+    """The second pairing: cudal1 from the cache against eager and inductor in the warm-start
+    process, the CUDA-graph modes through their ratio to inductor in theirs; the main process's
+    rounds do not enter it."""
+    rec = {"model": "m", "dtype": "fp32", "rounds_ms": {"eager": [4.0], "inductor": [4.0],
+                                                        "cudal1": [1.0]},
+           "trees": {"reduce_overhead": {"vs_inductor": 0.5}}}
+    assert real_models.fresh_ratio(rec) is None                  # no warm-start rounds recorded
+    rec["warm_rounds_ms"] = {"eager": [3.0, 3.0, 3.0], "inductor": [2.0, 2.0, 4.0],
+                             "cudal1": [1.5, 1.2, 2.6]}
+    assert real_models.fresh_ratio(rec) == pytest.approx(1.3)    # 1.5, 1.2, 2.6 over 1, 1, 2
+    assert real_models.paired_ratio(rec) == pytest.approx(0.5)   # the main process's: 1 / 2
+    from benchmarks import real_models_table
+    assert real_models_table.table([rec]).splitlines()[2].endswith("| 0.500 | 1.300 |")
+    assert "fresh processes" in real_models.markdown([rec]).splitlines()[0]
+
+
 def test_the_table_of_recorded_runs_shows_the_modes_measured():
     """``real_models_table.py``: torch.compile's CUDA-graph modes get columns where any run
     recorded them; each cudal1 column its paired ratio to the fastest baseline."""
