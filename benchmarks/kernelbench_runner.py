@@ -232,6 +232,8 @@ def run_task(row: dict, args, ceilings: dict) -> dict:
                               "seconds": round(a.seconds, 1),
                               "phases": a.verdict.stats.get("phases"),
                               "host": _host(a.timing)}
+                             | ({"retimed": a.timing.extra["retimed"]}
+                                if a.timing and "retimed" in a.timing.extra else {})
                              for a in res.attempts])
         # cudal1 with the replay engine also has the built-in candidates: its time is the better
         # of the built-in winner and the accepted CUDA-L1 solution.
