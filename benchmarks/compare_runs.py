@@ -4,8 +4,9 @@ run A measured eager and inductor than run B, and the medians.
     python3 benchmarks/compare_runs.py A_DIR B_DIR
 
 Or, within one results file, the tasks run again from its line N on against their record before
-it: the spread of eager's time between runs, and how the built-in speedups moved (split at an
-eager time of 0.3 ms, below which calls are launch-bound):
+it: the spread of eager's time between runs, how the built-in speedups moved (split at an
+eager time of 0.3 ms, below which calls are launch-bound), and where the records have the
+runners' host probe, how much slower or faster the host issued work:
 
     python3 benchmarks/compare_runs.py --reruns DIR --since N
 """
@@ -45,6 +46,11 @@ def reruns(d: str, since: int, total: int = 250) -> int:
           f"{sum(v for k, v in moved.items() if k not in short):+.3f}; "
           f"eager < 0.3 ms ({len(short)} tasks) {sum(moved[k] for k in short):+.3f}")
     print(f"on the figure over all {total} tasks: a factor of {math.exp(sum(moved.values()) / total):.4f}")
+    probed = [k for k in both if before[k].get("host_launch_us") and after[k].get("host_launch_us")]
+    if probed:   # the runners' host probe: how fast each host issued work
+        host = [math.log(after[k]["host_launch_us"] / before[k]["host_launch_us"]) for k in probed]
+        print(f"host time per tiny op, now / before ({len(probed)} tasks with both probes): "
+              f"x{math.exp(statistics.mean(host)):.2f}")
     return 0
 
 

@@ -150,6 +150,28 @@ def measure_ceilings(device: str) -> dict:
             "name": torch.cuda.get_device_name(device) if gpu else "cpu"}
 
 
+def measure_host_launch_us(device: str, calls: int = 2000) -> float:
+    """Host microseconds per call of a tiny in-place op on ``device``, from the timing CPUs
+    (best of five runs): how fast this host issues work. Launch-bound timings, eager's above
+    all, scale with it, so records from different machines are compared through it
+    (``compare_runs.py --reruns``)."""
+    from torch_cudal1.bench.timing_cpus import timing_cpus
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    x = torch.zeros(16, device=device)
+    best = float("inf")
+    with torch.no_grad(), timing_cpus({}):
+        for _ in range(200):
+            x.add_(1)
+        sync()
+        for _ in range(5):
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                x.add_(1)
+            sync()
+            best = min(best, (time.perf_counter() - t0) / calls * 1e6)
+    return best
+
+
 def count_work(source: str) -> dict:
     """FLOPs (FlopCounterMode) and bytes (inputs, parameters, outputs) of one reference call, on
     the meta device: no memory, no kernels."""
@@ -584,6 +606,8 @@ def main(argv=None) -> int:
         print((out / "summary.md").read_text())
         return 1 if any(v["incorrect"] for v in summary.values()) else 0
     mine = _shard(rows, args.shard)
+    host_us = measure_host_launch_us(args.device)
+    print(f"host: {host_us:.2f} us per tiny op on {args.device}", flush=True)
 
     def done_now() -> set:   # --again: the selected tasks run whatever their records say
         return set() if args.again else done_ids(results, args.retry_failed)
@@ -593,6 +617,7 @@ def main(argv=None) -> int:
           f"results in {out}", flush=True)
 
     def finish(rec: dict) -> None:
+        rec["host_launch_us"] = round(host_us, 3)
         with lock:
             with results.open("a") as fh:
                 fh.write(json.dumps(rec) + "\n")

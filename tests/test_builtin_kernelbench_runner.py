@@ -294,3 +294,10 @@ def test_the_summary_gives_the_figure_without_cudnn_autotuning_winners_too(tmp_p
     kb.write_markdown([conv, tf], summary, {}, path)
     assert "autotuning of convolution algorithms for their own calls: 1. Without them" \
         in path.read_text()
+
+
+def test_the_host_probe_measures_a_tiny_op_per_call():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import kernelbench_runner as kb
+    us = kb.measure_host_launch_us("cpu", calls=200)
+    assert 0 < us < 10_000

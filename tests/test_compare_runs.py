@@ -26,3 +26,13 @@ def test_reruns_compare_each_task_with_its_record_before(tmp_path, capsys):
     assert f"all 250 tasks: a factor of {4 ** (1 / 250):.4f}" in out   # the all-tasks geomean
     assert compare_runs.main(["--reruns", str(tmp_path), "--since", "3", "--total", "4"]) == 0
     assert "all 4 tasks: a factor of 1.4142" in capsys.readouterr().out
+
+
+def test_reruns_report_the_host_probe_where_both_records_have_it(tmp_path, capsys):
+    def rec(tid, eager, host=None):
+        r = {"id": tid, "status": "ok", "eager_ms": eager, "builtin_ms": eager}
+        return json.dumps(r | ({"host_launch_us": host} if host else {}))
+    lines = [rec("L1_1", 1.0, 5.0), rec("L2_1", 0.1), rec("L1_1", 1.5, 7.5), rec("L2_1", 0.2, 9.0)]
+    (tmp_path / "results.jsonl").write_text("\n".join(lines) + "\n")
+    assert compare_runs.main(["--reruns", str(tmp_path), "--since", "2"]) == 0
+    assert "(1 tasks with both probes): x1.50" in capsys.readouterr().out
