@@ -238,14 +238,27 @@ def test_the_summary_lists_timings_with_a_wide_spread(tmp_path):
     assert "builtin:cudagraph | 39.0000" not in text
 
 
+def _kb():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import kernelbench_runner as kb
+    return kb
+
+
+def _att(origin, ms, reason="ok"):
+    return {"origin": origin, "reason": reason, "ms": ms, "spread_ms": 0.0}
+
+
+def _summary_text(kb, records, at, path) -> str:
+    summary = kb.summarize(records)
+    summary["overall"]["all_tasks"] = at
+    kb.write_markdown(records, summary, {}, path)
+    return path.read_text()
+
+
 def test_the_summary_gives_the_figure_without_tf32_winners_too(tmp_path):
     """Where a TF32 candidate won, the figure is also given with that task at the fastest
     accepted attempt without TF32 (a rejected attempt never counts)."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import kernelbench_runner as kb
-
-    def att(origin, ms, reason="ok"):
-        return {"origin": origin, "reason": reason, "ms": ms, "spread_ms": 0.0}
+    kb, att = _kb(), _att
     tf = {"id": "L1_1", "level": 1, "status": "ok", "eager_ms": 4.0, "inductor_ms": 4.0,
           "builtin_ms": 1.0, "builtin_winner": "builtin:tf32+inductor+cudagraph", "replay_ms": 1.0,
           "attempts": [att("baseline:eager", 4.0), att("baseline:inductor", 4.0),
@@ -260,21 +273,14 @@ def test_the_summary_gives_the_figure_without_tf32_winners_too(tmp_path):
     assert at["tf32_winners"] == 1
     assert abs(at["cudal1_builtin"] - 4.0 ** 0.25) < 1e-9
     assert abs(at["cudal1_builtin_full_fp32"] - 2.0 ** 0.25) < 1e-9
-    path = tmp_path / "summary.md"
-    summary = kb.summarize([tf, plain])
-    summary["overall"]["all_tasks"] = at
-    kb.write_markdown([tf, plain], summary, {}, path)
-    assert "TF32 tensor cores (within the float32 tolerance): 1" in path.read_text()
+    assert "TF32 tensor cores (within the float32 tolerance): 1" in \
+        _summary_text(kb, [tf, plain], at, tmp_path / "summary.md")
 
 
 def test_the_summary_gives_the_figure_without_cudnn_autotuning_winners_too(tmp_path):
     """Likewise for the cuDNN-autotuning candidates: their winners are counted, and the figure is
     also given with each at the fastest accepted attempt of its search without them."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import kernelbench_runner as kb
-
-    def att(origin, ms, reason="ok"):
-        return {"origin": origin, "reason": reason, "ms": ms, "spread_ms": 0.0}
+    kb, att = _kb(), _att
     conv = {"id": "L1_55", "level": 1, "status": "ok", "eager_ms": 3.0, "inductor_ms": 4.0,
             "builtin_ms": 1.5, "builtin_winner": "builtin:cudnn-benchmark", "replay_ms": 1.5,
             "attempts": [att("baseline:eager", 3.0), att("baseline:inductor", 4.0),
@@ -288,16 +294,10 @@ def test_the_summary_gives_the_figure_without_cudnn_autotuning_winners_too(tmp_p
     assert (at["cudnn_benchmark_winners"], at["tf32_winners"]) == (1, 1)
     assert abs(at["cudal1_builtin"] - 2.0) < 1e-9
     assert abs(at["cudal1_builtin_without_cudnn_benchmark"] - 2.0 ** 0.5) < 1e-9
-    path = tmp_path / "summary.md"
-    summary = kb.summarize([conv, tf])
-    summary["overall"]["all_tasks"] = at
-    kb.write_markdown([conv, tf], summary, {}, path)
     assert "autotuning of convolution algorithms for their own calls: 1. Without them" \
-        in path.read_text()
+        in _summary_text(kb, [conv, tf], at, tmp_path / "summary.md")
 
 
 def test_the_host_probe_measures_a_tiny_op_per_call():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import kernelbench_runner as kb
-    us = kb.measure_host_launch_us("cpu", calls=200)
+    us = _kb().measure_host_launch_us("cpu", calls=200)
     assert 0 < us < 10_000
