@@ -49,9 +49,13 @@ CASES = {
                           "[torch.randn(4, 5)]"),
                     "aten.minimum"),
     "size_one_reduction": (_task("x):\n        return torch.sum(x, dim=1), torch.softmax(x, dim=1), "
-                                 "torch.amax(x, dim=1, keepdim=True)",
+                                 "torch.amax(x, dim=1, keepdim=True), torch.logsumexp(x, dim=1)",
                                  "[torch.randn(4, 1, 3)]"),
                            "aten._softmax"),
+    "sum_of_product": (_task("x):\n        return torch.sum(self.fc(x) / 2, dim=1, keepdim=True) * 1.5",
+                             "[torch.randn(16, 32)]", init="[]",
+                             init_body="        self.fc = nn.Linear(32, 64)"),
+                       "aten.addmm"),
     "cse": (_task("x):\n        return torch.exp(x) + torch.exp(x)", "[torch.randn(4, 5)]"), None),
     "fused_attention": (_task("q, k, v, m):\n        s = torch.bmm(q, k.transpose(1, 2)) / 4.0 + m\n"
                               "        return torch.bmm(torch.softmax(s, dim=-1), v)",
@@ -241,3 +245,70 @@ def test_a_kernel_choice_is_proposed_beside_the_exact_removals_alone():
         task, [], SearchContext(device="cpu", round=1, samples=2))]
     assert "builtin:rewrite(dead_code,transposed_conv_as_conv)" in origins, origins
     assert "builtin:rewrite(dead_code)" in origins and "builtin:rewrite(dead_code)+inductor" in origins
+
+
+def test_a_difference_with_itself_folds_to_zero_and_its_products_become_dead():
+    """``max(x @ w, dim=1, keepdim) - mean`` of that over its size-1 dim is ``y - y``: zero, and
+    ``gelu(0)`` is evaluated once; the product and the max are dead (KernelBench L2_80's shape)."""
+    task = _task("x, w):\n        y = torch.max(x @ w, dim=1, keepdim=True).values\n"
+                 "        return torch.nn.functional.gelu(y - y.mean(dim=1, keepdim=True))",
+                 "[torch.randn(8, 16), torch.randn(16, 32)]")
+    traced = trace_task(task, "cpu")
+    result = apply_rewrites(traced.gm)
+    assert "value_range" in result.fired, result.counts
+    ops = _ops(result.gm)
+    assert not any("mm" in op or "max" in op or "gelu" in op for op in ops), result.gm.code
+    _check_same(task, traced, result.gm)
+
+
+def test_pointwise_ops_of_constants_are_evaluated_in_their_dtype():
+    task = _task("x):\n        c = torch.zeros_like(x) + 2.0\n        return x * torch.exp(c), torch.sigmoid(x - x)",
+                 "[torch.randn(4, 5)]")
+    traced = trace_task(task, "cpu")
+    result = apply_rewrites(traced.gm)
+    ops = _ops(result.gm)
+    assert "aten.exp.default" not in ops and "aten.sigmoid.default" not in ops, result.gm.code
+    _check_same(task, traced, result.gm)
+
+
+def test_a_difference_of_two_values_is_kept():
+    task = _task("x, y):\n        return torch.relu(x - y)", "[torch.randn(4, 5), torch.randn(4, 5)]")
+    result = apply_rewrites(trace_task(task, "cpu").gm)
+    assert "aten.sub.Tensor" in _ops(result.gm) and not result.fired
+
+
+def test_logsumexp_over_a_size_one_dim_is_its_input_even_for_infinities():
+    task = _task("x):\n        return torch.logsumexp(x, dim=1)", "[torch.randn(4, 1, 3)]")
+    traced = trace_task(task, "cpu")
+    gm = apply_rewrites(traced.gm).gm
+    assert "aten.logsumexp.default" not in _ops(gm), gm.code
+    x = torch.tensor([[[1.0, float("inf"), -float("inf")]]])
+    torch.testing.assert_close(gm(x)[0], torch.logsumexp(x, dim=1))
+
+
+@pytest.mark.parametrize("forward,inputs", [
+    ("a, b):\n        return (a @ b).sum(dim=-1)", "[torch.randn(8, 16), torch.randn(16, 32)]"),
+    ("a, b, c):\n        return torch.addmm(c, a, b).sum(1, keepdim=True)",
+     "[torch.randn(8, 16), torch.randn(16, 32), torch.randn(8, 1)]"),
+    ("a, b, c):\n        return torch.addmm(c, a, b).sum(1)",
+     "[torch.randn(8, 16), torch.randn(16, 32), torch.randn(8, 32)]"),
+])
+def test_a_sum_over_a_products_columns_multiplies_by_the_summed_columns(forward, inputs):
+    task = _task(forward, inputs)
+    traced = trace_task(task, "cpu")
+    result = apply_rewrites(traced.gm)
+    assert "sum_of_product" in result.fired, result.counts
+    mms = [n for n in result.gm.graph.nodes if n.op == "call_function" and "mm" in str(n.target)]
+    assert [tuple(n.meta["val"].shape) for n in mms] == [(8, 1)], result.gm.code
+    _check_same(task, traced, result.gm)
+
+
+@pytest.mark.parametrize("forward", [
+    "a, b):\n        return (a @ b).sum(dim=0)",                      # over the rows
+    "a, b):\n        y = a @ b\n        return y.sum(dim=1), y",     # the product is used too
+    "a, b):\n        return torch.relu(a @ b).sum(dim=1)",           # not linear in between
+])
+def test_sums_that_are_not_over_a_products_columns_alone_are_left(forward):
+    task = _task(forward, "[torch.randn(8, 16), torch.randn(16, 32)]")
+    result = apply_rewrites(trace_task(task, "cpu").gm)
+    assert "sum_of_product" not in result.fired

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 import torch.fx as fx
 
-from . import attention, cleanup, conv_transpose, cse, diag, matrix_chain, outputs, size_one, value_range
+from . import (attention, cleanup, conv_transpose, cse, diag, matrix_chain, outputs, size_one,
+               sum_of_product, value_range)
 from ._util import dead_code
 
 # (name, pass, counts as removing work)
@@ -23,6 +24,7 @@ PASSES = [
     ("cse", cse.run, True),
     ("diag_broadcast", diag.run, True),
     ("matrix_chain", matrix_chain.run, True),
+    ("sum_of_product", sum_of_product.run, True),
     ("fused_attention", attention.run, True),
     # not less work (strided: no products with inserted zeros), but the forward kernels
     ("transposed_conv_as_conv", conv_transpose.run, True),

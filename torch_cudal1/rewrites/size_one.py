@@ -1,6 +1,6 @@
 """Reductions over dimensions of size 1 do no arithmetic.
 
-``sum``/``mean``/``amax``/``amin`` over size-1 dims are a view (``squeeze``, or the input itself
+``sum``/``mean``/``amax``/``amin``/``logsumexp`` over size-1 dims are a view (``squeeze``, or the input itself
 with ``keepdim``); ``max``/``min`` with ``dim`` give that view and zero indices; ``argmax``/``argmin``
 are zeros; ``softmax`` over a size-1 dim is ones and ``log_softmax`` zeros (exact for finite
 inputs)."""
@@ -13,7 +13,9 @@ import torch.fx as fx
 
 from ._util import aten, full_like_node, is_float_tensor, normalize_dims, val
 
-_REDUCTIONS = {aten.sum.dim_IntList, aten.mean.dim, aten.amax.default, aten.amin.default}
+# logsumexp of one value is that value: max + log(exp(0)), and exp(0) and log(1) are exact
+_REDUCTIONS = {aten.sum.dim_IntList, aten.mean.dim, aten.amax.default, aten.amin.default,
+               aten.logsumexp.default}
 
 
 def _all_size_one(x, dims) -> list | None:

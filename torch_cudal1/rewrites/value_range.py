@@ -6,10 +6,12 @@ Each floating-point node gets an interval [lo, hi] from its op (``relu(x) >= 0``
 * ``clamp``/``clamp_min``/``clamp_max``/``hardtanh``/``relu``/``minimum``/``maximum`` whose bound
   can never bind is its input (``clamp(relu(x), min=-1) == relu(x)``);
 * one whose bound always binds is a constant (``minimum(relu(x), 0) == 0``), and so is any
-  elementwise node whose interval is a single point; the work feeding it becomes dead code.
+  elementwise node whose interval is a single point; the work feeding it becomes dead code;
+* a difference of a value with itself is zero, and a pointwise op of single points is evaluated
+  once (``gelu(x - x) == 0``, the whole product feeding ``x`` dead).
 
-Exact for every input whose intermediate values are not NaN (a NaN would propagate through the
-original op but not through the constant)."""
+Exact for every input whose intermediate values are finite (a NaN would propagate through the
+original op but not through the constant, and ``inf - inf`` is NaN)."""
 from __future__ import annotations
 
 import math
@@ -17,7 +19,7 @@ import math
 import torch
 import torch.fx as fx
 
-from ._util import VIEW_OPS, aten, full_like_node, is_float_tensor, val
+from ._util import VIEW_OPS, aten, full_like_node, is_float_tensor, is_random, val
 
 INF = math.inf
 UNKNOWN = (-INF, INF)
@@ -72,6 +74,9 @@ class Ranges:
         t, a = n.target, n.args
         if not is_float_tensor(val(n)):
             return UNKNOWN
+        point = self._pointwise_of_points(n)
+        if point is not None:
+            return point
         of = self.of
         if t in (aten.full.default, aten.full_like.default):
             return of(a[1])
@@ -158,6 +163,37 @@ class Ranges:
             return (0.0 if lo >= 0 else -INF, 0.0 if hi <= 0 else INF)
         return UNKNOWN
 
+    def _pointwise_of_points(self, n: fx.Node):
+        """A pointwise op whose tensor operands are each a single finite value: that op of those
+        values, evaluated once in the node's dtype (None where that does not apply)."""
+        t = n.target
+        if not isinstance(t, torch._ops.OpOverload) or torch.Tag.pointwise not in t.tags \
+                or is_random(t) or any(isinstance(v, fx.Node) for v in n.kwargs.values()):
+            return None
+        args, nodes = [], 0
+        for x in n.args:
+            if isinstance(x, fx.Node):
+                lo, hi = self.of(x)
+                v = val(x)
+                if lo != hi or not math.isfinite(lo) or not isinstance(v, torch.Tensor):
+                    return None
+                args.append(torch.tensor(lo, dtype=v.dtype))
+                nodes += 1
+            elif isinstance(x, (list, tuple)) and any(isinstance(e, fx.Node) for e in x):
+                return None
+            else:
+                args.append(x)
+        if not nodes:
+            return None
+        try:
+            r = t(*args, **n.kwargs)
+        except Exception:  # noqa: BLE001 - not evaluable on scalars here: no fold
+            return None
+        if not isinstance(r, torch.Tensor) or r.numel() != 1:
+            return None
+        f = float(r)
+        return (f, f) if math.isfinite(f) else None
+
     @staticmethod
     def _bounds(n):
         t, a, kw = n.target, n.args, n.kwargs
@@ -206,6 +242,8 @@ def _fold(n: fx.Node, R: Ranges):
             x, y = (-x[1], -x[0]), (-y[1], -y[0])
         pick = a[0] if x[1] <= y[0] else a[1] if y[1] <= x[0] else None
         return pick
+    if t is aten.sub.Tensor and len(a) == 2 and a[0] is a[1] and n.kwargs.get("alpha", 1) == 1:
+        return 0.0
     # Adding zero or multiplying by one (a constant the graph proved) leaves the other operand.
     if t in (aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor) and len(a) == 2 \
             and n.kwargs.get("alpha", 1) == 1:
