@@ -176,6 +176,11 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
         with ThreadPoolExecutor(workers, thread_name_prefix="cudal1-build") as pool:
             return dict(pool.map(check, enumerate(todo)))
 
+    def speedups(a: Attempt) -> None:
+        if a.timing:
+            a.speedup_vs_eager = refs.get("eager") and refs["eager"] / a.timing.median_ms
+            a.speedup_vs_inductor = refs.get("inductor") and refs["inductor"] / a.timing.median_ms
+
     def run_one(cand: Candidate, record: bool = True) -> Attempt:
         wd = workroot / (f"c{len(attempts):03d}" if record else f"again{len(attempts):03d}")
         t0 = time.monotonic()
@@ -187,11 +192,7 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
         if not record:
             shutil.rmtree(wd, ignore_errors=True)
             return a
-        if a.timing:
-            if "eager" in refs:
-                a.speedup_vs_eager = refs["eager"] / a.timing.median_ms
-            if "inductor" in refs:
-                a.speedup_vs_inductor = refs["inductor"] / a.timing.median_ms
+        speedups(a)
         dirs[id(a)] = wd
         attempts.append(a)
         return a
@@ -288,14 +289,10 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
     # the spread is the host's own, and a second inductor compile would double a CPU search)
     settle = base_ok + ([min(found, key=lambda a: a.timing.median_ms)] if found else [])
     if device != "cpu" and _retime_wide(settle, run_one, say):
-        for name in list(refs):
-            for a in base_ok:
-                if a.candidate.origin == f"baseline:{name}":
-                    refs[name] = a.timing.median_ms
+        refs.update({a.candidate.origin.removeprefix("baseline:"): a.timing.median_ms
+                     for a in base_ok})
         for a in attempts:
-            if a.timing:
-                a.speedup_vs_eager = refs.get("eager") and refs["eager"] / a.timing.median_ms
-                a.speedup_vs_inductor = refs.get("inductor") and refs["inductor"] / a.timing.median_ms
+            speedups(a)
     best_base = min(base_ok, key=lambda a: a.timing.median_ms)
     winner = best_base
     if found:
