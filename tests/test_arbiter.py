@@ -257,7 +257,7 @@ def test_max_autotune_on_the_users_graph_on_a_gpu(tmp_path):
     with torch.no_grad():
         store = CacheStore(tmp_path)
         fn = arbiter.serve(gm.forward, gm, [x, *w], 5, store, "t", "cuda:0", graphed="auto",
-                           autotuned="auto")
+                           autotuned="on")
         d = json.loads((store.root / "serve" / "t.json").read_text())
         assert {arbiter.AUTOTUNED, arbiter.AUTOTUNED_GRAPHED} <= set(d["ms"]), d
         for _ in range(3):
@@ -367,3 +367,42 @@ def test_a_max_autotune_winner_replayed_as_a_cuda_graph_on_a_gpu(tmp_path):
         for _ in range(3):
             xi = torch.randn(64, 256, device="cuda")
             torch.testing.assert_close(fn(xi, *w)[0], gm(xi, *w)[0], rtol=1e-3, atol=1e-3)
+
+
+def test_max_autotune_auto_is_on_offer_only_where_the_search_found_it_close(tmp_path, args,
+                                                                            monkeypatch):
+    """``arbitrate_max_autotune=auto`` (the default): the max-autotune compile is spent on a graph
+    only where the search's own max-autotune attempt came within ``AUTOTUNE_CLOSE`` of its
+    winner; far off, or never tried (an entry without attempts), it is not offered."""
+    monkeypatch.setattr(arbiter, "_cuda_index", lambda a: 0)   # as on cuda:0
+    quick = arbiter.time_in_turns
+    monkeypatch.setattr(arbiter, "time_in_turns", lambda fns, a, device, rounds=3: quick(fns, a, device, 3))
+    store = CacheStore(tmp_path)
+    tuned = "builtin:" + arbiter.AUTOTUNED
+    cases = {"close": {"baseline:inductor": 1.0, tuned: 1.24},
+             "far": {"baseline:inductor": 1.0, tuned: 1.6},
+             "untried": {"baseline:inductor": 1.0}, "no-attempts": None}
+    for name, search_ms in cases.items():
+        w = _slow_winner(0.0)
+        w.origin = "baseline:inductor"
+        if search_ms is not None:
+            w.search_ms = search_ms
+        fn = arbiter.serve(w, _gm(), args, 2, store, f"k-{name}", "cpu", graphed="auto",
+                           autotuned="auto")
+        torch.testing.assert_close(fn(*args)[0], torch.relu(args[0] @ args[1]) * 2.0)
+        considered = json.loads((store.root / "serve" / f"k-{name}.json").read_text())["considered"]
+        assert (arbiter.AUTOTUNED in considered) == (name == "close"), (name, considered)
+
+
+def test_an_entry_gives_the_arbiter_its_searchs_accepted_times():
+    from torch_cudal1.graph_runner import _search_times
+    meta = {"attempts": [
+        {"candidate": {"origin": "baseline:inductor"}, "verdict": {"accepted": True},
+         "timing": {"median_ms": 1.07}},
+        {"candidate": {"origin": "builtin:inductor-max-autotune"}, "verdict": {"accepted": True},
+         "timing": {"median_ms": 1.33}},
+        {"candidate": {"origin": "builtin:cudagraph"}, "verdict": {"accepted": False},
+         "timing": {"median_ms": 0.5}},                       # refused: never a reference
+        {"candidate": {"origin": "llm:r1s0"}, "verdict": {"accepted": True}, "timing": None}]}
+    assert _search_times(meta) == {"baseline:inductor": 1.07, "builtin:inductor-max-autotune": 1.33}
+    assert _search_times({}) == {}

@@ -138,7 +138,8 @@ def _alternatives(gm, args: list, graphed: str = "off", autotuned: str = "off") 
     cudagraph trees too: the wrapper captures with a cuBLAS workspace of its own, which the
     trees cannot free under it (``benchmarks/results/h200/session6/call1/coexist``).
     ``autotuned`` (``arbitrate_max_autotune``): inductor max-autotune as well (``auto``: on a
-    GPU), replayed as a CUDA graph too where ``graphed`` allows."""
+    GPU, where ``serve`` found the search's own attempt close), replayed as a CUDA graph too
+    where ``graphed`` allows."""
     built: dict = {}
 
     def compiled(name, patches):
@@ -160,6 +161,21 @@ def _alternatives(gm, args: list, graphed: str = "off", autotuned: str = "off") 
         if index is not None and graphed in ("auto", "on"):
             alts[AUTOTUNED_GRAPHED] = lambda: as_cuda_graph(tuned())
     return alts
+
+
+AUTOTUNE_CLOSE = 1.3   # the search's max-autotune attempt within this factor of its winner
+
+
+def autotune_came_close(winner) -> bool:
+    """``arbitrate_max_autotune=auto``: the search's own max-autotune attempt (same precision as
+    the user's graph) was accepted and came within ``AUTOTUNE_CLOSE`` of the search's winner.
+    The search times the ATen graph cold, in a child, without CUDA graphs; the arbiter times the
+    user's graph warm, as served, where the order can change (session 11, ResNet-18 bf16: the
+    search timed max-autotune 1.24x its winner inductor, and torch.compile's max-autotune mode
+    then served 0.887 ms against cudal1's 0.919). Further off, its compile is not worth it."""
+    ms = getattr(winner, "search_ms", None) or {}
+    best, tuned = ms.get(str(getattr(winner, "origin", "") or "")), ms.get("builtin:" + AUTOTUNED)
+    return bool(best and tuned and tuned <= AUTOTUNE_CLOSE * best)
 
 
 def _cuda_index(args: list) -> int | None:
@@ -198,6 +214,8 @@ def serve(winner, gm, full: list, n_args: int, store, key: str, device: str,
     one the winner is served: nothing is timed."""
     args = list(full[:n_args])
     origin = str(getattr(winner, "origin", "") or "")
+    if autotuned == "auto" and not autotune_came_close(winner):
+        autotuned = "off"
     if AUTOTUNED in origin:
         # the search's winner is max-autotune's code: compiling it again here would cost a
         # minute per graph for the same kernels

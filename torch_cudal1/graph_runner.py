@@ -191,6 +191,7 @@ class GraphRunner:
                     entry.winner_origin, _speed(entry.meta.get("winner", {})))
         call = _as_tuple(forward)
         call.origin = entry.winner_origin   # for the arbiter's record of what it served
+        call.search_ms = _search_times(entry.meta)   # for the arbiter's max-autotune trigger
         return call
 
     def _search(self, full: list, fields: dict, key: str, device: str):
@@ -348,3 +349,15 @@ def _speed(w: dict) -> str:
     if w.get("speedup_vs_inductor"):
         parts.append(f"x{w['speedup_vs_inductor']:.2f} over inductor")
     return ", ".join(parts) or "no timing"
+
+
+def _search_times(meta: dict) -> dict:
+    """{origin: search-time median ms} of the accepted attempts kept in an entry's metadata."""
+    out = {}
+    for a in meta.get("attempts") or []:
+        try:
+            if (a.get("verdict") or {}).get("accepted") and a.get("timing"):
+                out[a["candidate"]["origin"]] = float(a["timing"]["median_ms"])
+        except (KeyError, TypeError, ValueError):
+            continue
+    return out
