@@ -150,6 +150,20 @@ def measure_ceilings(device: str) -> dict:
             "name": torch.cuda.get_device_name(device) if gpu else "cpu"}
 
 
+def native_clock_note() -> str:
+    """On a GPU, builds the native timing helpers unless built (once per torch version; a minute
+    or two), so that every record's timings are on one clock. (On a CPU the Python loop only
+    adds a ``perf_counter`` call to each sample.)"""
+    from torch_cudal1.bench import native
+    if native.load(optional=True) is not None:
+        return "timing clock: native"
+    try:
+        native.build()
+        return "timing clock: native (built now)"
+    except Exception as e:  # noqa: BLE001 - the Python loop still times, less sharply
+        return f"timing clock: the Python loop (native helpers failed to build: {type(e).__name__}: {e})"
+
+
 def measure_host_launch_us(device: str, calls: int = 2000) -> float:
     """Host microseconds per call of a tiny in-place op on ``device``, from the timing CPUs
     (best of five runs): how fast this host issues work. Launch-bound timings, eager's above
@@ -377,6 +391,10 @@ def write_markdown(records: list[dict], summary: dict, ceilings: dict, path: Pat
             L += ["", "Built-in winners with cuDNN's autotuning of convolution algorithms for "
                   f"their own calls: {at['cudnn_benchmark_winners']}. Without them (likewise) the "
                   f"built-in figure over all tasks is {at['cudal1_builtin_without_cudnn_benchmark']:.3f}."]
+        if at.get("python_clock"):
+            L += ["", f"Timed on the Python loop, not the native clock: {at['python_clock']} of the "
+                  f"{at['measured']} tasks (the loop's own host time sits inside their launch-bound "
+                  "samples; build the helpers with `cudal1 bench --native` first)."]
     L += ["", "Replayed CUDA-L1 solutions rejected by the verifier: "
           + ", ".join(f"{k}: {v['replay_rejected']}" for k, v in summary.items()), "",
           "| task | eager ms | inductor ms | cudal1 builtin ms | winner | cudal1 replay ms | replay verdict "
@@ -429,7 +447,15 @@ def all_tasks_geomean(records: list[dict], total: int) -> dict:
         out[figure] = math.exp(sum(logs) / total) if total >= len(logs) else float("nan")
         out[count] = sum(1 for r in ok if tag in str(r.get("builtin_winner")))
     out["measured"] = len(ok)
+    out["python_clock"] = sum(1 for r in ok if timed_on_python_clock(r))
     return out
+
+
+def timed_on_python_clock(r: dict) -> bool:
+    """Some timing of the task ran on the Python loop (the native helpers were not built): its
+    own host time then sits inside every launch-bound sample, so the task's ratios are not
+    comparable with those of tasks timed on the native clock (session 11)."""
+    return any((a.get("host") or {}).get("clock") == "python" for a in r.get("attempts") or [])
 
 
 # (origin tag, summary key of the figure without it, summary key of its winners' count)
@@ -573,6 +599,9 @@ def main(argv=None) -> int:
                          "after a change to the engine; the new record supersedes the old")
     ap.add_argument("--retry-failed", action="store_true",
                     help="run again the tasks whose latest record is not a measurement")
+    ap.add_argument("--python-clock", action="store_true",
+                    help="on a GPU, do not build the native timing helpers first (their C++ timed "
+                         "call keeps the Python loop's host time out of launch-bound samples)")
     args = ap.parse_args(argv)
     args.data = args.data or (None if args.tasks else str(DEFAULT_DATA))
     started = time.monotonic()
@@ -606,6 +635,8 @@ def main(argv=None) -> int:
         print((out / "summary.md").read_text())
         return 1 if any(v["incorrect"] for v in summary.values()) else 0
     mine = _shard(rows, args.shard)
+    if args.device.startswith("cuda") and not args.python_clock:
+        print(native_clock_note(), flush=True)
     host_us = measure_host_launch_us(args.device)
     print(f"host: {host_us:.2f} us per tiny op on {args.device}", flush=True)
 

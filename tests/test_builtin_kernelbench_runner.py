@@ -301,3 +301,19 @@ def test_the_summary_gives_the_figure_without_cudnn_autotuning_winners_too(tmp_p
 def test_the_host_probe_measures_a_tiny_op_per_call():
     us = _kb().measure_host_launch_us("cpu", calls=200)
     assert 0 < us < 10_000
+
+
+def test_the_summary_counts_the_tasks_timed_on_the_python_loop(tmp_path):
+    """Records say which clock timed them; the summary says how many tasks rest on the Python
+    loop, whose host time inflates launch-bound samples."""
+    kb = _kb()
+    a = dict(_att("baseline:eager", 1.0), host={"clock": "native"})
+    native = {"id": "L1_1", "level": 1, "status": "ok", "eager_ms": 1.0, "inductor_ms": 1.0,
+              "builtin_ms": 0.5, "builtin_winner": "baseline:eager", "replay_ms": 0.5,
+              "attempts": [a]}
+    python = dict(native, id="L1_2", attempts=[a, dict(a, host={"clock": "python"})])
+    at = kb.all_tasks_geomean([native, python], total=2)
+    assert at["python_clock"] == 1
+    assert "Timed on the Python loop, not the native clock: 1 of the 2 tasks" in \
+        _summary_text(kb, [native, python], at, tmp_path / "summary.md")
+    assert kb.all_tasks_geomean([native], total=1)["python_clock"] == 0

@@ -163,16 +163,20 @@ def _alternatives(gm, args: list, graphed: str = "off", autotuned: str = "off") 
     return alts
 
 
-AUTOTUNE_CLOSE = 1.3   # the search's max-autotune attempt within this factor of its winner
+AUTOTUNE_CLOSE = 2.0   # the search's max-autotune attempt within this factor of its winner
 
 
 def autotune_came_close(winner) -> bool:
-    """``arbitrate_max_autotune=auto``: the search's own max-autotune attempt (same precision as
-    the user's graph) was accepted and came within ``AUTOTUNE_CLOSE`` of the search's winner.
-    The search times the ATen graph cold, in a child, without CUDA graphs; the arbiter times the
-    user's graph warm, as served, where the order can change (session 11, ResNet-18 bf16: the
-    search timed max-autotune 1.24x its winner inductor, and torch.compile's max-autotune mode
-    then served 0.887 ms against cudal1's 0.919). Further off, its compile is not worth it."""
+    """``arbitrate_max_autotune=auto``: the search proposed max-autotune (it does for graphs with
+    matrix products, convolutions or reductions, where its templates and tuned block sizes can
+    differ from inductor's defaults), accepted it at the user's own precision, and timed it within
+    ``AUTOTUNE_CLOSE`` of its winner. The bound is wide because the search's figures rank
+    launch-bound graphs poorly: it times the ATen graph cold, in a child, without CUDA graphs,
+    and on ResNet-18 bf16 its inductor took 1.07 ms in one session-11 call and 2.05 ms in the
+    next. The arbiter then times the user's graph warm, as served (session 11, call 2: the search
+    had max-autotune at 1.24x its winner inductor; cudal1 served inductor as a CUDA graph at
+    0.919 ms against torch.compile max-autotune's 0.893). Further off, or never proposed, its
+    compile is not spent."""
     ms = getattr(winner, "search_ms", None) or {}
     best, tuned = ms.get(str(getattr(winner, "origin", "") or "")), ms.get("builtin:" + AUTOTUNED)
     return bool(best and tuned and tuned <= AUTOTUNE_CLOSE * best)
