@@ -364,7 +364,11 @@ def render_graph_fn(gm: fx.GraphModule) -> str:
     if unknown:
         raise TraceError(f"graph code needs globals {sorted(unknown)}")
     body = "\n".join("    " + line if line.strip() else "" for line in code.src.strip("\n").splitlines())
-    return _FN_TEMPLATE.format(body=body.rstrip())
+    src = _FN_TEMPLATE.format(body=body.rstrip())
+    if any(getattr(n.target, "namespace", None) == "cudal1" for n in gm.graph.nodes):
+        # the graph calls a template (torch.ops.cudal1.*): registered on import
+        src = "\nimport torch_cudal1.templates  # noqa: E402,F401\n" + src
+    return src
 
 
 def render_candidate_source(task: Task, traced: Traced, gm: fx.GraphModule, *,

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 import torch.fx as fx
 
-from . import (attention, cleanup, conv_transpose, cse, diag, matrix_chain, outputs, size_one,
-               sum_of_product, value_range)
+from . import (attention, cleanup, conv_transpose, cse, diag, long_rows, matrix_chain, outputs,
+               size_one, sum_of_product, value_range)
 from ._util import dead_code
 
 # (name, pass, counts as removing work)
@@ -30,11 +30,13 @@ PASSES = [
     ("transposed_conv_as_conv", conv_transpose.run, True),
     ("value_range", value_range.run, True),
     ("size_one_reduction", size_one.run, True),
+    # not less work either: a Triton template for layer norms over long rows (GPU graphs)
+    ("long_row_layer_norm", long_rows.run, True),
 ]
 NAMES = [p[0] for p in PASSES]
 # Passes that move work to other kernels rather than remove it: whether that is faster depends on
 # the device and the shapes, so the built-in engine proposes the graph both with and without them.
-KERNEL_CHOICE = {"transposed_conv_as_conv"}
+KERNEL_CHOICE = {"transposed_conv_as_conv", "long_row_layer_norm"}
 
 
 @dataclass

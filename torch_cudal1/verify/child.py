@@ -274,9 +274,10 @@ class Harness:
         from ..bench import native
         self.checker = native.load(optional=True)   # C++ checker when built, else Python
         source = (wd / CANDIDATE_FILE).read_text()
-        if any(k in source for k in ("compile", "dynamo", "inductor")):
+        if any(k in source for k in ("compile", "dynamo", "inductor", "torch_cudal1.templates")):
             # Dynamo rebinds some torch functions (torch.manual_seed) when first imported; import
-            # it before the snapshot so that its own rebinding is not taken for tampering.
+            # it before the snapshot so that its own rebinding is not taken for tampering. (A
+            # torch.library custom op, as the built-in templates are, imports it on first call.)
             importlib.import_module("torch._dynamo")
         self.snap = guards.snapshot()
         self.settings = global_settings.snapshot()   # the harness's: the reference runs under them

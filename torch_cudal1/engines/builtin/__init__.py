@@ -7,7 +7,8 @@ Round 1 proposes what the task's own graph allows:
   code removal, fused attention, transposed convolutions as plain ones), run eagerly, and
   ``builtin:rewrite+inductor`` — the same graph through ``torch.compile``. Only when a rewrite
   fired: otherwise they are the baselines again. Where a rewrite that only moves work to other
-  kernels fired (``KERNEL_CHOICE``), the graph with only the others is proposed too.
+  kernels fired (``KERNEL_CHOICE``), the graph with only the others is proposed too. One such
+  pass puts Triton templates in the graph (``templates/``: layer norms over long rows, on a GPU).
 * on a GPU, ``builtin:cudagraph`` — the reference replayed from a CUDA graph — and
   ``builtin:aoti`` — the reference (or the rewritten graph) through AOTInductor: inductor's
   kernels behind a C++ wrapper, no guards or Python wrapper per call (option ``aoti``).
