@@ -30,13 +30,14 @@ PASSES = [
     ("transposed_conv_as_conv", conv_transpose.run, True),
     ("value_range", value_range.run, True),
     ("size_one_reduction", size_one.run, True),
-    # not less work either: a Triton template for layer norms over long rows (GPU graphs)
+    # not less work either: a Triton template for layer and group norms over long rows (GPU graphs)
     ("long_row_layer_norm", long_rows.run, True),
+    ("long_row_group_norm", long_rows.run_group, True),
 ]
 NAMES = [p[0] for p in PASSES]
 # Passes that move work to other kernels rather than remove it: whether that is faster depends on
 # the device and the shapes, so the built-in engine proposes the graph both with and without them.
-KERNEL_CHOICE = {"transposed_conv_as_conv", "long_row_layer_norm"}
+KERNEL_CHOICE = {"transposed_conv_as_conv", "long_row_layer_norm", "long_row_group_norm"}
 
 
 @dataclass

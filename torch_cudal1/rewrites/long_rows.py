@@ -1,10 +1,13 @@
-"""Layer norms over long rows as the split-row Triton template (``templates/long_row_norm.py``).
+"""Layer and group norms over long rows as the split-row Triton template
+(``templates/long_row_norm.py``).
 
 Not less arithmetic: another kernel for the same work (a ``KERNEL_CHOICE`` pass, so the engine
 proposes the graph with and without it). It fires on a GPU graph's ``native_layer_norm`` whose
 normalized part holds at least ``MIN_ROW`` elements and whose mean and rstd outputs are unused
 (inference): there one program per row, or a looped reduction per row, leaves the device idle
 (KernelBench L1_40: 16 rows of 4M elements, inductor at 27% of the copy roofline on an H200).
+Likewise for ``native_group_norm`` whose groups (channels per group times spatial size) are that
+long.
 """
 from __future__ import annotations
 
@@ -21,22 +24,31 @@ DEVICES = ("cuda",)      # where the template runs (tests add "cpu" under Triton
 _DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 
 
-def _fits(n: fx.Node) -> int | None:
-    """The row length where the template applies to this layer norm, else None."""
-    x, shape = n.args[0], n.args[1]
-    v = val(x)
+def _applies(n: fx.Node, row: int, affine: int) -> bool:
+    """A norm node on a template device and dtype, rows of ``row`` elements, affine parameters
+    of ``affine`` elements (or none), and only its normalised output used."""
+    v = val(n.args[0])
     if not isinstance(v, torch.Tensor) or v.device.type not in DEVICES or v.dtype not in _DTYPES:
-        return None
-    row = math.prod(int(d) for d in shape)
+        return False
     if row < MIN_ROW or v.numel() % row:
-        return None
-    for p in n.args[2:4]:
+        return False
+    for p in n.args[1:3] if n.target is aten.native_group_norm.default else n.args[2:4]:
         pv = val(p) if isinstance(p, fx.Node) else p
-        if pv is not None and (not isinstance(pv, torch.Tensor) or pv.numel() != row):
-            return None
-    if not all(u.target is operator.getitem and (u.args[1] == 0 or not u.users) for u in n.users):
-        return None
-    return row
+        if pv is not None and (not isinstance(pv, torch.Tensor) or pv.numel() != affine):
+            return False
+    return all(u.target is operator.getitem and (u.args[1] == 0 or not u.users) for u in n.users)
+
+
+def _replace(g: fx.Graph, n: fx.Node, op, args: tuple) -> None:
+    with g.inserting_before(n):
+        new = g.call_function(op, args)
+    new.meta = dict(n.meta)
+    new.meta["val"] = val(n)[0] if isinstance(val(n), (tuple, list)) else None
+    for u in list(n.users):
+        if u.args[1] == 0:
+            u.replace_all_uses_with(new)
+        g.erase_node(u)
+    g.erase_node(n)
 
 
 def run(gm: fx.GraphModule) -> int:
@@ -46,19 +58,27 @@ def run(gm: fx.GraphModule) -> int:
     for n in list(g.nodes):
         if n.op != "call_function" or n.target is not aten.native_layer_norm.default:
             continue
-        row = _fits(n)
-        if row is None:
+        row = math.prod(int(d) for d in n.args[1])
+        if not _applies(n, row, row):
             continue
         x, _, w, b, eps = (list(n.args) + [None] * 5)[:5]
-        with g.inserting_before(n):
-            new = g.call_function(torch.ops.cudal1.long_row_layer_norm.default,
-                                  (x, w, b, row, float(eps)))
-        new.meta = dict(n.meta)
-        new.meta["val"] = val(n)[0] if isinstance(val(n), (tuple, list)) else None
-        for u in list(n.users):
-            if u.args[1] == 0:
-                u.replace_all_uses_with(new)
-            g.erase_node(u)
-        g.erase_node(n)
+        _replace(g, n, torch.ops.cudal1.long_row_layer_norm.default, (x, w, b, row, float(eps)))
+        count += 1
+    return count
+
+
+def run_group(gm: fx.GraphModule) -> int:
+    from ..templates import long_row_norm  # noqa: F401 - the op (and its fake) is registered
+    g = gm.graph
+    count = 0
+    for n in list(g.nodes):
+        if n.op != "call_function" or n.target is not aten.native_group_norm.default:
+            continue
+        x, w, b, _, c, hw, groups, eps = n.args
+        if not all(isinstance(a, int) for a in (c, hw, groups)) or not groups or c % groups:
+            continue
+        if not _applies(n, c // groups * hw, c):
+            continue
+        _replace(g, n, torch.ops.cudal1.long_row_group_norm.default, (x, w, b, groups, float(eps)))
         count += 1
     return count

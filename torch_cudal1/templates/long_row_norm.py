@@ -1,4 +1,5 @@
-"""Layer norm over long rows (``torch.ops.cudal1.long_row_layer_norm``), a Triton template.
+"""Layer and group norms over long rows (``torch.ops.cudal1.long_row_layer_norm``,
+``long_row_group_norm``), a Triton template.
 
 Where a row holds hundreds of thousands of elements and there are few rows (a layer norm over a
 whole feature map), one program per row leaves most of the GPU idle, so each row is split over
@@ -6,7 +7,9 @@ many programs in two passes: partial statistics (count, mean, sum of squared dev
 chunk, merged exactly (Chan et al.) in the second pass, which normalises its own chunk. Reads
 ``x`` twice and writes once; the affine parameters are read once per row, with all rows of a
 chunk scheduled together so that they are shared through L2. The chunk count follows the
-device's SM count. Off CUDA (and outside Triton's interpreter) the op is ATen's layer norm.
+device's SM count. A group norm is the same over rows of ``C/G * HxW`` elements (one group of
+one sample, contiguous in NCHW), with a per-channel affine. Off CUDA (and outside Triton's
+interpreter) the ops are ATen's.
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import os
 import torch
 
 OP = "cudal1::long_row_layer_norm"
+GROUP_OP = "cudal1::long_row_group_norm"
 BLOCK = 2048
 PROGRAMS_PER_SM = 4
 
@@ -56,8 +60,8 @@ def _kernels():
 
     @triton.jit
     def normalize(x_ptr, w_ptr, b_ptr, y_ptr, cnt_ptr, mean_ptr, m2_ptr, N, CHUNK, PARTS, eps,
-                  HAS_W: tl.constexpr, HAS_B: tl.constexpr, PARTS_P2: tl.constexpr,
-                  BLOCK: tl.constexpr):
+                  GROUPS, CPG, HW, HAS_W: tl.constexpr, HAS_B: tl.constexpr,
+                  GROUPED: tl.constexpr, PARTS_P2: tl.constexpr, BLOCK: tl.constexpr):
         row, part = tl.program_id(0), tl.program_id(1)
         p = tl.arange(0, PARTS_P2)
         pm = p < PARTS
@@ -77,10 +81,14 @@ def _kernels():
             mask = (local < CHUNK) & (idx < N)
             v = tl.load(x_ptr + base + idx, mask=mask, other=0.0).to(tl.float32)
             y = (v - mean) * rstd
+            if GROUPED:   # per-channel affine: row = (sample, group), HW elements per channel
+                widx = (row % GROUPS) * CPG + idx // HW
+            else:
+                widx = idx
             if HAS_W:
-                y = y * tl.load(w_ptr + idx, mask=mask, other=0.0).to(tl.float32)
+                y = y * tl.load(w_ptr + widx, mask=mask, other=0.0).to(tl.float32)
             if HAS_B:
-                y = y + tl.load(b_ptr + idx, mask=mask, other=0.0).to(tl.float32)
+                y = y + tl.load(b_ptr + widx, mask=mask, other=0.0).to(tl.float32)
             tl.store(y_ptr + base + idx, y.to(y_ptr.dtype.element_ty), mask=mask)
 
     return partial_stats, normalize
@@ -105,7 +113,9 @@ def plan(rows: int, n: int, sms: int) -> tuple[int, int]:
     return -(-n // chunk), chunk
 
 
-def _run(x, weight, bias, n: int, eps: float) -> torch.Tensor:
+def _run(x, weight, bias, n: int, eps: float, groups: int = 0, hw: int = 1) -> torch.Tensor:
+    """Normalise ``x`` over rows of ``n`` elements; ``groups`` > 0: a group norm's rows, the
+    affine parameters per channel of ``hw`` elements."""
     global _KERNELS
     import triton
     if _KERNELS is None:
@@ -122,7 +132,8 @@ def _run(x, weight, bias, n: int, eps: float) -> torch.Tensor:
     w = weight.contiguous() if weight is not None else xc
     b = bias.contiguous() if bias is not None else xc
     normalize[grid](xc, w, b, y, stats[0], stats[1], stats[2], n, chunk, parts, float(eps),
-                    HAS_W=weight is not None, HAS_B=bias is not None,
+                    max(groups, 1), n // hw if groups else 0, hw,
+                    HAS_W=weight is not None, HAS_B=bias is not None, GROUPED=groups > 0,
                     PARTS_P2=triton.next_power_of_2(parts), BLOCK=BLOCK, num_warps=8)
     return y
 
@@ -138,6 +149,21 @@ def long_row_layer_norm(x: torch.Tensor, weight: torch.Tensor | None, bias: torc
 
 @long_row_layer_norm.register_fake
 def _(x, weight, bias, n, eps):
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+@torch.library.custom_op(GROUP_OP, mutates_args=())
+def long_row_group_norm(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None,
+                        groups: int, eps: float) -> torch.Tensor:
+    """Group norm of ``x`` (N, C, *spatial) in ``groups`` groups (``weight``/``bias``: C each)."""
+    if not _triton_enabled(x) or x.numel() == 0:
+        return torch.nn.functional.group_norm(x, groups, weight, bias, eps)
+    hw = x[0, 0].numel()
+    return _run(x, weight, bias, x.shape[1] // groups * hw, eps, groups, hw)
+
+
+@long_row_group_norm.register_fake
+def _(x, weight, bias, groups, eps):
     return torch.empty_like(x, memory_format=torch.contiguous_format)
 
 

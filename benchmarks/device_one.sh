@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# One device call on a one-GPU machine (kind nvidia-h200), results under $OUT (a tarball).
+# device_x2.sh's parts need two GPUs; this runs the same pieces one after another, each step
+# skipped when its variable is empty, so nothing else on the host disturbs the real models:
+#   GPU_TESTS='tests/x.py -k y'   GPU tests (GPU_TESTS_S seconds, default 150)
+#   MODELS=resnet18:bf16,...      benchmarks/real_models.py, one process per model (a model that
+#                                 kills its process keeps the others), FIRST_S seconds for them all;
+#                                 MAX_AUTOTUNE=1 / REDUCE_OVERHEAD=1 / PLAIN=1 as in device_x2.sh
+#   IDS=L1_40,... (AGAIN=1)       the KernelBench runner on those tasks (RUNNER=1: on every task
+#                                 without a record; RETRY=1 also reruns harness failures); JOBS
+#                                 tasks in flight (default 4), FORK=1 forked verifier children
+# The native timing helpers build in the background from the start; the runner waits for them.
+# One physical core is kept for timings (CUDAL1_TIMING_CPUS), the rest do the work.
+# Needs the KernelBench data in .carry/kernelbench/ (carried: ../shared does not travel).
+set -u
+LIMIT=${LIMIT:-560}          # seconds this script may use in all
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+export CUDAL1_KERNELBENCH=$PWD/.carry/kernelbench/cudal1_h100_dev.jsonl
+OUT=${OUT:-$PWD/benchmarks/results/device}
+W=$OUT/work; mkdir -p $W
+R=benchmarks/results/h200
+left() { echo $(( LIMIT - SECONDS )); }
+python3 setup.py -q egg_info >$W/egg_info.log 2>&1 || cat $W/egg_info.log
+nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,memory.used --format=csv > $W/gpu.txt
+lscpu > $W/lscpu.txt 2>&1
+mapfile -t CPUSETS < <(python3 -m torch_cudal1.bench.timing_cpus 1)
+T=${CPUSETS[0]}; WORK=${CPUSETS[1]}
+echo "timing CPUs $T; work CPUs $WORK" | tee $W/cpus.txt
+rm -f $R/kernelbench/claims-*.txt   # a queue left by an earlier call would hide unfinished tasks
+( CUDAL1_NATIVE=1 timeout 240 taskset -c $WORK python3 -c "from torch_cudal1.bench import native; print(native.build())" \
+    > $W/native_build.log 2>&1; touch $W/native_done ) &
+
+if [ -n "${GPU_TESTS:-}" ]; then
+  secs=${GPU_TESTS_S:-150}; [ $secs -gt $(( $(left) - 40 )) ] && secs=$(( $(left) - 40 ))
+  timeout $secs python3 -m pytest -m gpu -v --durations=0 -p no:cacheprovider $GPU_TESTS \
+    > $W/gpu_tests.log 2>&1
+  tail -4 $W/gpu_tests.log
+fi
+
+if [ -n "${MODELS:-}" ]; then
+  d=$W/real; mkdir -p $d; end=$(( SECONDS + ${FIRST_S:-300} ))
+  # never past the call's own limit (less the runner's summary and the tarball)
+  [ $end -gt $(( LIMIT - 40 )) ] && end=$(( LIMIT - 40 ))
+  for item in ${MODELS//,/ }; do
+    [ $(( end - SECONDS )) -lt 60 ] && break
+    n=${item//:/_}; mkdir -p $d/$n
+    CUDAL1_TIMING_CPUS=$T CUDAL1_WORK_CPUS=$WORK CUDAL1_NATIVE=0 timeout $(( end - SECONDS )) \
+      taskset -c $T,$WORK python3 benchmarks/real_models.py --models $item --dtypes ${DTYPES:-bf16,fp32} \
+      ${MAX_AUTOTUNE:+--max-autotune} ${REDUCE_OVERHEAD:+--reduce-overhead} ${PLAIN:+--plain} \
+      --out $d/$n > $d/$n/stdout.log 2>&1
+    [ -f $d/real_models.md ] || head -2 $d/$n/real_models.md > $d/real_models.md 2>/dev/null
+    tail -n +3 $d/$n/real_models.md >> $d/real_models.md 2>/dev/null
+  done
+  cat $d/real_models.md
+fi
+
+if [ -n "${IDS:-}${RUNNER:-}${RETRY:-}" ]; then
+  while [ ! -f $W/native_done ] && [ $(left) -gt 120 ]; do sleep 2; done
+  secs=$(( $(left) - 30 ))
+  TORCHINDUCTOR_COMPILE_THREADS=2 CUDAL1_VERIFY_FORKSERVER=${FORK:-auto} \
+    CUDAL1_TIMING_CPUS=$T CUDAL1_WORK_CPUS=$WORK timeout -s TERM $secs \
+    python3 benchmarks/kernelbench_runner.py --data $CUDAL1_KERNELBENCH --device cuda ${ORDER---interleave} \
+      --claim one --jobs ${JOBS:-4} --task-timeout 400 --max-seconds $(( secs - 120 )) \
+      ${RETRY:+--retry-failed} ${IDS:+--ids $IDS} ${AGAIN:+--again} \
+      --out $R/kernelbench > $W/runner.log 2>&1
+  python3 benchmarks/kernelbench_runner.py --data $CUDAL1_KERNELBENCH --device cuda \
+    --summary-only --out $R/kernelbench > $W/runner_summary.log 2>&1
+  grep -h "^L[0-9]" $W/runner.log | tail -30
+  cp -r $R/kernelbench $W/
+fi
+cat $W/native_build.log
+tar czf $OUT/results_one.tgz -C $W . && rm -rf $W
+ls -la $OUT
