@@ -3,6 +3,8 @@
 # device_x2.sh's parts need two GPUs; this runs the same pieces one after another, each step
 # skipped when its variable is empty, so nothing else on the host disturbs the real models:
 #   GPU_TESTS='tests/x.py -k y'   GPU tests (GPU_TESTS_S seconds, default 150)
+#   SCRIPTS=benchmarks/x.py,...   benchmark scripts taking --out (each into $OUT's folder named
+#                                 after it, SCRIPT_S seconds each, default 150)
 #   MODELS=resnet18:bf16,...      benchmarks/real_models.py, one process per model (a model that
 #                                 kills its process keeps the others), FIRST_S seconds for them all;
 #                                 MAX_AUTOTUNE=1 / REDUCE_OVERHEAD=1 / PLAIN=1 as in device_x2.sh
@@ -36,6 +38,13 @@ if [ -n "${GPU_TESTS:-}" ]; then
     > $W/gpu_tests.log 2>&1
   tail -4 $W/gpu_tests.log
 fi
+
+SCRIPTS=${SCRIPTS:-}
+for s in ${SCRIPTS//,/ }; do
+  n=$(basename $s .py); mkdir -p $W/$n
+  timeout ${SCRIPT_S:-150} taskset -c $T,$WORK python3 $s --out $W/$n > $W/$n/stdout.log 2>&1
+  tail -16 $W/$n/stdout.log
+done
 
 if [ -n "${MODELS:-}" ]; then
   d=$W/real; mkdir -p $d; end=$(( SECONDS + ${FIRST_S:-300} ))
