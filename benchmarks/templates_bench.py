@@ -36,10 +36,6 @@ def _cases():
         return (lambda x: F.group_norm(x, groups, w, b, 1e-5),
                 lambda x: torch.ops.cudal1.long_row_group_norm(x, w, b, groups, 1e-5))
 
-    def rms(dim):
-        return (lambda x: x / torch.sqrt(torch.mean(x ** 2, dim=dim, keepdim=True) + 1e-5),
-                lambda x: torch.ops.cudal1.strided_rms_norm(x, dim, 1e-5))
-
     f32, bf16 = torch.float32, torch.bfloat16
     return [
         ("layer_norm", (16, 64, 256, 256), f32, ln((16, 64, 256, 256), 3)),
@@ -50,10 +46,6 @@ def _cases():
         ("group_norm", (16, 64, 256, 256), bf16, gn((16, 64, 256, 256), 8, bf16)),
         ("group_norm", (32, 256, 64, 64), f32, gn((32, 256, 64, 64), 32)),
         ("group_norm", (128, 64, 32, 32), f32, gn((128, 64, 32, 32), 8)),
-        ("rms_channels", (16, 64, 256, 256), f32, rms(1)),
-        ("rms_channels", (16, 64, 256, 256), bf16, rms(1)),
-        ("rms_channels", (16, 512, 64, 64), f32, rms(1)),
-        ("rms_channels", (64, 16, 128, 128), f32, rms(1)),
     ]
 
 

@@ -375,6 +375,7 @@ def test_max_autotune_auto_is_on_offer_only_where_the_search_found_it_close(tmp_
     only where the search's own max-autotune attempt came within ``AUTOTUNE_CLOSE`` of its
     winner; far off, or never tried (an entry without attempts), it is not offered."""
     monkeypatch.setattr(arbiter, "_cuda_index", lambda a: 0)   # as on cuda:0
+    monkeypatch.setattr(torch, "get_float32_matmul_precision", lambda: "high")   # TF32 allowed
     quick = arbiter.time_in_turns
     monkeypatch.setattr(arbiter, "time_in_turns", lambda fns, a, device, rounds=3: quick(fns, a, device, 3))
     store = CacheStore(tmp_path)
@@ -392,6 +393,29 @@ def test_max_autotune_auto_is_on_offer_only_where_the_search_found_it_close(tmp_
         torch.testing.assert_close(fn(*args)[0], torch.relu(args[0] @ args[1]) * 2.0)
         considered = json.loads((store.root / "serve" / f"k-{name}.json").read_text())["considered"]
         assert (arbiter.AUTOTUNED in considered) == (name == "close"), (name, considered)
+
+
+def test_max_autotune_auto_is_not_spent_where_its_templates_miss_the_tensor_cores(tmp_path, args,
+                                                                               monkeypatch):
+    """Strict float32 (TF32 not allowed): max-autotune's Triton templates would run on CUDA cores
+    against cuBLAS/cuDNN, so even a close search attempt does not buy its compile; bf16 operands,
+    or TF32 allowed, do."""
+    monkeypatch.setattr(arbiter, "_cuda_index", lambda a: 0)
+    quick = arbiter.time_in_turns
+    monkeypatch.setattr(arbiter, "time_in_turns", lambda fns, a, device, rounds=3: quick(fns, a, device, 3))
+    store = CacheStore(tmp_path)
+    assert all(a.dtype == torch.float32 for a in args)
+    for name, precision, dtype, offered in [("strict", "highest", torch.float32, False),
+                                           ("tf32", "high", torch.float32, True),
+                                           ("bf16", "highest", torch.bfloat16, True)]:
+        monkeypatch.setattr(torch, "get_float32_matmul_precision", lambda p=precision: p)
+        w = _slow_winner(0.0)
+        w.origin = "baseline:inductor"
+        w.search_ms = {"baseline:inductor": 1.0, "builtin:" + arbiter.AUTOTUNED: 1.2}
+        a = [x.to(dtype) for x in args]
+        arbiter.serve(w, _gm(), a, 2, store, f"k-{name}", "cpu", graphed="auto", autotuned="auto")
+        considered = json.loads((store.root / "serve" / f"k-{name}.json").read_text())["considered"]
+        assert (arbiter.AUTOTUNED in considered) == offered, (name, considered)
 
 
 def test_an_entry_gives_the_arbiter_its_searchs_accepted_times():

@@ -123,6 +123,9 @@ def test_the_rewrite_fires_on_long_rows_of_a_gpu_graph_only(monkeypatch):
     assert "long_row_layer_norm" in res.fired
     assert any("cudal1.long_row_layer_norm" in str(n.target) for n in res.gm.graph.nodes)
     assert "long_row_layer_norm" not in apply_rewrites(trace_task(short_task, "cpu").gm).fired
+    # rows enough to fill the device (here: a device of 2 SMs): inductor's kernels do as well
+    monkeypatch.setattr(long_rows, "_sms", lambda device: 2)
+    assert "long_row_layer_norm" not in apply_rewrites(trace_task(long_task, "cpu").gm).fired
 
 
 def test_the_group_rewrite_fires_on_long_groups_of_a_gpu_graph_only(monkeypatch):
@@ -134,6 +137,8 @@ def test_the_group_rewrite_fires_on_long_groups_of_a_gpu_graph_only(monkeypatch)
     assert "long_row_group_norm" in res.fired
     assert any("cudal1.long_row_group_norm" in str(n.target) for n in res.gm.graph.nodes)
     assert "long_row_group_norm" not in apply_rewrites(trace_task(short_task, "cpu").gm).fired
+    monkeypatch.setattr(long_rows, "_sms", lambda device: 8)    # 2 samples x 4 groups: 8 rows
+    assert "long_row_group_norm" not in apply_rewrites(trace_task(long_task, "cpu").gm).fired
 
 
 @pytest.mark.parametrize("which", ["layer", "group"])

@@ -182,6 +182,20 @@ def autotune_came_close(winner) -> bool:
     return bool(best and tuned and tuned <= AUTOTUNE_CLOSE * best)
 
 
+def templates_use_tensor_cores(tensors) -> bool:
+    """Whether max-autotune's Triton matrix-product and convolution templates run on tensor cores
+    for this graph: bf16/fp16 operands, or float32 with TF32 allowed for matrix products. In
+    strict float32 they run on CUDA cores against cuBLAS/cuDNN, and the arbiter's compile (minutes
+    of tuning on the user's first call) buys nothing: session 12 call 3, ResNet-18 fp32, cuDNN won
+    4 of the 5 convolution autotunes (the best Triton 3x3 at 24% of its speed) after 113 s of
+    tuning; session 10, torch.compile max-autotune 1.868 ms against reduce-overhead's 1.683 and
+    cudal1's 1.303."""
+    if any(isinstance(t, torch.Tensor) and t.dtype in (torch.bfloat16, torch.float16)
+           for t in tensors):
+        return True
+    return torch.get_float32_matmul_precision() != "highest"
+
+
 def _cuda_index(args: list) -> int | None:
     return next((a.device.index or 0 for a in args if isinstance(a, torch.Tensor) and a.is_cuda), None)
 
@@ -218,7 +232,8 @@ def serve(winner, gm, full: list, n_args: int, store, key: str, device: str,
     one the winner is served: nothing is timed."""
     args = list(full[:n_args])
     origin = str(getattr(winner, "origin", "") or "")
-    if autotuned == "auto" and not autotune_came_close(winner):
+    if autotuned == "auto" and not (autotune_came_close(winner)
+                                    and templates_use_tensor_cores(full)):
         autotuned = "off"
     if AUTOTUNED in origin:
         # the search's winner is max-autotune's code: compiling it again here would cost a

@@ -43,7 +43,7 @@ class Options:
     tf32: str = "auto"               # built-in candidates with float32 matrix products on TF32 tensor cores, served only where they pass the verifier's float32 tolerance: auto (GPU, graphs with float32 products) | on | off (keeps full float32; part of the cache key)
     cudnn_benchmark: str = "auto"    # built-in candidates with cuDNN's autotuning (cudnn.benchmark) for their own calls: auto (GPU, graphs with convolutions) | on | off
     arbitrate: str = "auto"          # time the winner against the user's graph (eager, inductor) in-process: auto (GPU) | on | off
-    arbitrate_max_autotune: str = "auto"  # the arbiter also times the user's graph through inductor max-autotune (and, with arbitrate_cudagraph, replayed as a CUDA graph): auto (GPU, where the search's own max-autotune attempt came within 2x of its winner) | on | off; costs its compile (2-80 s per graph on real models)
+    arbitrate_max_autotune: str = "auto"  # the arbiter also times the user's graph through inductor max-autotune (and, with arbitrate_cudagraph, replayed as a CUDA graph): auto (GPU, where the search's own max-autotune attempt came within 2x of its winner and its templates run on tensor cores: bf16/fp16, or TF32 allowed) | on | off; costs its compile (2-80 s per graph on real models)
     arbitrate_cudagraph: str = "auto"  # the arbiter also times inductor's code on the user's graph replayed as a CUDA graph: auto (on a GPU) | on (the same; kept for scripts) | off
     log_level: str = "INFO"          # DEBUG | INFO | WARNING | ERROR
     progress: bool = True            # one line per candidate on stderr

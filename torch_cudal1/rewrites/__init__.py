@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import torch.fx as fx
 
 from . import (attention, cleanup, conv_transpose, cse, diag, long_rows, matrix_chain, outputs,
-               size_one, strided_rms, sum_of_product, value_range)
+               size_one, sum_of_product, value_range)
 from ._util import dead_code
 
 # (name, pass, counts as removing work)
@@ -33,14 +33,11 @@ PASSES = [
     # not less work either: a Triton template for layer and group norms over long rows (GPU graphs)
     ("long_row_layer_norm", long_rows.run, True),
     ("long_row_group_norm", long_rows.run_group, True),
-    # and for RMS norms over a strided dimension (one pass over memory instead of two)
-    ("strided_rms_norm", strided_rms.run, True),
 ]
 NAMES = [p[0] for p in PASSES]
 # Passes that move work to other kernels rather than remove it: whether that is faster depends on
 # the device and the shapes, so the built-in engine proposes the graph both with and without them.
-KERNEL_CHOICE = {"transposed_conv_as_conv", "long_row_layer_norm", "long_row_group_norm",
-                 "strided_rms_norm"}
+KERNEL_CHOICE = {"transposed_conv_as_conv", "long_row_layer_norm", "long_row_group_norm"}
 
 
 @dataclass

@@ -3,11 +3,13 @@
 
 Not less arithmetic: another kernel for the same work (a ``KERNEL_CHOICE`` pass, so the engine
 proposes the graph with and without it). It fires on a GPU graph's ``native_layer_norm`` whose
-normalized part holds at least ``MIN_ROW`` elements and whose mean and rstd outputs are unused
-(inference): there one program per row, or a looped reduction per row, leaves the device idle
-(KernelBench L1_40: 16 rows of 4M elements, inductor at 27% of the copy roofline on an H200).
-Likewise for ``native_group_norm`` whose groups (channels per group times spatial size) are that
-long.
+normalized part holds at least ``MIN_ROW`` elements in fewer rows than the device has SMs, and
+whose mean and rstd outputs are unused (inference): there one program per row, or a looped
+reduction per row, leaves the device idle (KernelBench L1_40: 16 rows of 4M elements, inductor at
+27% of the copy roofline on an H200). Likewise for ``native_group_norm`` whose groups (channels
+per group times spatial size) are that long. With rows enough to fill the device, inductor's own
+kernels were as fast or faster in every case measured (``benchmarks/templates_bench.py``,
+session 12: 0.53x to 1.03x), so the template is not proposed there.
 """
 from __future__ import annotations
 
@@ -24,13 +26,19 @@ DEVICES = ("cuda",)      # where the template runs (tests add "cpu" under Triton
 _DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 
 
+def _sms(device: torch.device) -> int:
+    if device.type == "cuda" and torch.cuda.is_available():
+        return torch.cuda.get_device_properties(device).multi_processor_count
+    return 132   # an H100 / H200 (graphs traced off the GPU, in tests)
+
+
 def _applies(n: fx.Node, row: int, affine: int) -> bool:
-    """A norm node on a template device and dtype, rows of ``row`` elements, affine parameters
-    of ``affine`` elements (or none), and only its normalised output used."""
+    """A norm node on a template device and dtype, fewer rows than SMs, of ``row`` elements each,
+    affine parameters of ``affine`` elements (or none), and only its normalised output used."""
     v = val(n.args[0])
     if not isinstance(v, torch.Tensor) or v.device.type not in DEVICES or v.dtype not in _DTYPES:
         return False
-    if row < MIN_ROW or v.numel() % row:
+    if row < MIN_ROW or v.numel() % row or v.numel() // row >= _sms(v.device):
         return False
     for p in n.args[1:3] if n.target is aten.native_group_norm.default else n.args[2:4]:
         pv = val(p) if isinstance(p, fx.Node) else p
