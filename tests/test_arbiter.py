@@ -413,9 +413,14 @@ def test_max_autotune_auto_is_not_spent_where_its_templates_miss_the_tensor_core
         w.origin = "baseline:inductor"
         w.search_ms = {"baseline:inductor": 1.0, "builtin:" + arbiter.AUTOTUNED: 1.2}
         a = [x.to(dtype) for x in args]
+        lines = []
+        monkeypatch.setattr(arbiter.logger, "info", lambda msg, *fmt: lines.append(msg % fmt))
         arbiter.serve(w, _gm(), a, 2, store, f"k-{name}", "cpu", graphed="auto", autotuned="auto")
         considered = json.loads((store.root / "serve" / f"k-{name}.json").read_text())["considered"]
         assert (arbiter.AUTOTUNED in considered) == offered, (name, considered)
+        # the user is told before the (long) max-autotune build starts, and only then
+        progress = [ln for ln in lines if ln.startswith("arbiter: timing")]
+        assert len(progress) == 1 and ("max-autotune tunes" in progress[0]) == offered, lines
 
 
 def test_an_entry_gives_the_arbiter_its_searchs_accepted_times():

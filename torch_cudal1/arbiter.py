@@ -263,6 +263,9 @@ def serve(winner, gm, full: list, n_args: int, store, key: str, device: str,
     if not may_time:
         return winner
     t0 = time.monotonic()
+    # progress: the builds below are compiles of the user's graph, max-autotune's minutes long
+    logger.info("arbiter: timing the search's winner for %s against %s%s", key, ", ".join(alts),
+                " (max-autotune tunes its kernels on this device first)" if AUTOTUNED in alts else "")
     with torch.no_grad():
         ref = winner(*full)
     built = {WINNER: winner}
