@@ -59,34 +59,39 @@ def _replace(g: fx.Graph, n: fx.Node, op, args: tuple) -> None:
     g.erase_node(n)
 
 
-def run(gm: fx.GraphModule) -> int:
-    from ..templates import long_row_norm  # noqa: F401 - the op (and its fake) is registered
-    g = gm.graph
+def _rewrite_each(gm: fx.GraphModule, target, build) -> int:
+    """Replace every ``target`` node for which ``build(node)`` gives ``(op, args)``."""
+    from ..templates import long_row_norm  # noqa: F401 - the ops (and their fakes) are registered
     count = 0
-    for n in list(g.nodes):
-        if n.op != "call_function" or n.target is not aten.native_layer_norm.default:
-            continue
-        row = math.prod(int(d) for d in n.args[1])
-        if not _applies(n, row, row):
-            continue
-        x, _, w, b, eps = (list(n.args) + [None] * 5)[:5]
-        _replace(g, n, torch.ops.cudal1.long_row_layer_norm.default, (x, w, b, row, float(eps)))
-        count += 1
+    for n in list(gm.graph.nodes):
+        if n.op == "call_function" and n.target is target:
+            made = build(n)
+            if made is not None:
+                _replace(gm.graph, n, *made)
+                count += 1
     return count
+
+
+def _layer_norm(n: fx.Node):
+    row = math.prod(int(d) for d in n.args[1])
+    if not _applies(n, row, row):
+        return None
+    x, _, w, b, eps = (list(n.args) + [None] * 5)[:5]
+    return torch.ops.cudal1.long_row_layer_norm.default, (x, w, b, row, float(eps))
+
+
+def _group_norm(n: fx.Node):
+    x, w, b, _, c, hw, groups, eps = n.args
+    if not all(isinstance(a, int) for a in (c, hw, groups)) or not groups or c % groups:
+        return None
+    if not _applies(n, c // groups * hw, c):
+        return None
+    return torch.ops.cudal1.long_row_group_norm.default, (x, w, b, groups, float(eps))
+
+
+def run(gm: fx.GraphModule) -> int:
+    return _rewrite_each(gm, aten.native_layer_norm.default, _layer_norm)
 
 
 def run_group(gm: fx.GraphModule) -> int:
-    from ..templates import long_row_norm  # noqa: F401 - the op (and its fake) is registered
-    g = gm.graph
-    count = 0
-    for n in list(g.nodes):
-        if n.op != "call_function" or n.target is not aten.native_group_norm.default:
-            continue
-        x, w, b, _, c, hw, groups, eps = n.args
-        if not all(isinstance(a, int) for a in (c, hw, groups)) or not groups or c % groups:
-            continue
-        if not _applies(n, c // groups * hw, c):
-            continue
-        _replace(g, n, torch.ops.cudal1.long_row_group_norm.default, (x, w, b, groups, float(eps)))
-        count += 1
-    return count
+    return _rewrite_each(gm, aten.native_group_norm.default, _group_norm)
