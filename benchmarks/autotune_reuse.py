@@ -1,0 +1,160 @@
+"""Does inductor's max-autotune reuse its tuning across processes, and the search's in the user's?
+
+Session 12 (ResNet-18 bf16 on an H200): the arbiter's max-autotune compile of the user's graph
+benchmarked every convolution again although the search (and torch.compile's own max-autotune
+in another process) had tuned the same shapes with the same inductor cache directory; its cold
+start went from 143 to 201 s. Each step below is a fresh process sharing one inductor cache
+directory; a table says per step how long its first call took, how many autotune benchmarks it
+ran (inductor's ``AUTOTUNE ... benchmarking takes`` lines) and what the autotune cache file
+gained (new input keys, new choice hashes: a re-benchmark of known inputs under new hashes
+means the choices' keys differ between processes). A step named ``*_nofx`` runs with the FX
+graph cache off, so that only the autotune cache can spare it the benchmarks.
+
+    PYTHONPATH=. python3 benchmarks/autotune_reuse.py --out DIR [--model convnet|resnet18]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MODE = "max-autotune-no-cudagraphs"
+
+
+def build(name: str, device: str):
+    import torch
+    from torch import nn
+    torch.manual_seed(0)
+    if name == "resnet18":
+        import torchvision
+        model, x = torchvision.models.resnet18(), torch.randn(32, 3, 224, 224)
+    else:   # three convolutions and a linear layer: the same autotunes, seconds each
+        model = nn.Sequential(nn.Conv2d(64, 128, 3, padding=1), nn.ReLU(),
+                              nn.Conv2d(128, 128, 3, padding=1), nn.ReLU(),
+                              nn.Conv2d(128, 256, 1), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                              nn.Linear(256, 1000))
+        x = torch.randn(32, 64, 56, 56)
+    return model.to(device, torch.bfloat16).eval(), x.to(device, torch.bfloat16)
+
+
+def first_call(fn, x) -> float:
+    import torch
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        fn(x)
+    if x.is_cuda:
+        torch.cuda.synchronize()
+    return time.perf_counter() - t0
+
+
+def child(step: str, args) -> int:
+    import torch
+    from torch._dynamo.utils import counters
+    model, x = build(args.model, args.device)
+    out = {}
+    if step == "default_then_tuned":   # a process that compiled other graphs first
+        out["default_s"] = first_call(torch.compile(model), x)
+        torch._dynamo.reset()
+    if step == "search":   # cudal1's search, the arbiter's own max-autotune off
+        from torch_cudal1.backend import cudal1_backend
+        opts = {"cache_dir": args.cudal1_cache, "engine": "builtin", "rounds": 2,
+                "time_budget_s": 300.0, "progress": False, "arbitrate_max_autotune": "off"}
+        out["first_call_s"] = first_call(torch.compile(model, backend=cudal1_backend, options=opts), x)
+    else:
+        out["first_call_s"] = first_call(torch.compile(model, mode=MODE), x)
+    out["inductor_counters"] = {k: v for k, v in counters["inductor"].items()
+                                if "cache" in k or "autotune" in k}
+    print(json.dumps(out))
+    return 0
+
+
+def autotune_entries(cache: Path) -> set:
+    """(op, inputs key, precision, choice hash) of every autotune timing inductor kept."""
+    got = set()
+    for f in (cache / "cache").glob("*"):
+        try:
+            data = json.loads(f.read_text())["cache"]
+        except (OSError, ValueError, KeyError):
+            continue
+        for op, by_inputs in data.items():
+            for inputs, by_prec in by_inputs.items():
+                for prec, by_choice in by_prec.items():
+                    got.update((op, inputs, prec, c) for c in by_choice)
+    return got
+
+
+def run_step(step: str, args, inductor_cache: Path, before: set) -> tuple[dict, set]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TORCHINDUCTOR_CACHE_DIR=str(inductor_cache))
+    if step.endswith("_nofx"):   # inductor's FX graph cache off: only the autotune cache can hit
+        env["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
+    cmd = [sys.executable, __file__, "--child", step.removesuffix("_nofx"), "--model", args.model,
+           "--device", args.device, "--cudal1-cache", args.cudal1_cache or ""]
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.step_timeout, env=env)
+    rec = {"step": step, "wall_s": round(time.perf_counter() - t0, 1), "rc": p.returncode,
+           "autotune_benchmarks": (p.stdout + p.stderr).count("AUTOTUNE benchmarking takes")}
+    try:
+        rec.update(json.loads(p.stdout.strip().splitlines()[-1]))
+    except (ValueError, IndexError):
+        rec["error"] = (p.stderr or p.stdout)[-800:]
+    after = autotune_entries(inductor_cache)
+    new = after - before
+    known_inputs = {(op, inp) for op, inp, _, _ in before}
+    rec["new_input_keys"] = len({(op, inp) for op, inp, _, _ in new} - known_inputs)
+    rec["new_choice_hashes_for_known_inputs"] = sum(1 for op, inp, _, _ in new
+                                                    if (op, inp) in known_inputs)
+    return rec, after
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "autotune_reuse"))
+    ap.add_argument("--model", default="convnet", choices=("convnet", "resnet18"))
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--step-timeout", type=float, default=240)
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--cudal1-cache", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        return child(args.child, args)
+    recs = []
+    # 1: torch.compile's max-autotune alone; again (the FX graph cache hits: a warm start);
+    # again without the FX graph cache, alone and after another compile in the process
+    ind = Path(tempfile.mkdtemp(prefix="inductor-reuse-"))
+    seen: set = set()
+    for step in ("tuned", "tuned", "tuned_nofx", "default_then_tuned_nofx"):
+        rec, seen = run_step(step, args, ind, seen)
+        recs.append(dict(rec, cache="A"))
+        print(json.dumps(recs[-1]), flush=True)
+    # 2: cudal1's search first (its max-autotune candidate on the ATen graph), then the user's
+    ind = Path(tempfile.mkdtemp(prefix="inductor-reuse-"))
+    args.cudal1_cache = tempfile.mkdtemp(prefix="cudal1-reuse-")
+    seen = set()
+    for step in ("search", "tuned"):
+        rec, seen = run_step(step, args, ind, seen)
+        recs.append(dict(rec, cache="B"))
+        print(json.dumps(recs[-1]), flush=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "autotune_reuse.json").write_text(json.dumps(recs, indent=1))
+    cols = ["cache", "step", "rc", "first_call_s", "wall_s", "autotune_benchmarks",
+            "new_input_keys", "new_choice_hashes_for_known_inputs"]
+    lines = [f"model {args.model} bf16, inductor {MODE}", "",
+             "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in recs:
+        lines.append("| " + " | ".join(
+            f"{r.get(c):.1f}" if isinstance(r.get(c), float) else str(r.get(c, "-")) for c in cols) + " |")
+    text = "\n".join(lines) + "\n"
+    (out / "autotune_reuse.md").write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
