@@ -53,6 +53,19 @@ def first_call(fn, x) -> float:
     return time.perf_counter() - t0
 
 
+def arbiter_like(gm, example_inputs):
+    """A backend that builds Dynamo's graph as cudal1's arbiter does (``compile_fx`` with
+    max-autotune's options, on the first call's own inputs)."""
+    from torch_cudal1 import arbiter
+    built = {}
+
+    def run(*args):
+        if "fn" not in built:
+            built["fn"] = arbiter._alternatives(gm, list(args), autotuned="on")[arbiter.AUTOTUNED]()
+        return built["fn"](*args)
+    return run
+
+
 def child(step: str, args) -> int:
     import torch
     from torch._dynamo.utils import counters
@@ -61,11 +74,14 @@ def child(step: str, args) -> int:
     if step == "default_then_tuned":   # a process that compiled other graphs first
         out["default_s"] = first_call(torch.compile(model), x)
         torch._dynamo.reset()
-    if step == "search":   # cudal1's search, the arbiter's own max-autotune off
+    if step in ("search", "arbiter"):   # cudal1's search; its arbiter's max-autotune off / on
         from torch_cudal1.backend import cudal1_backend
         opts = {"cache_dir": args.cudal1_cache, "engine": "builtin", "rounds": 2,
-                "time_budget_s": 300.0, "progress": False, "arbitrate_max_autotune": "off"}
+                "time_budget_s": 300.0, "progress": False,
+                "arbitrate_max_autotune": "on" if step == "arbiter" else "off"}
         out["first_call_s"] = first_call(torch.compile(model, backend=cudal1_backend, options=opts), x)
+    elif step == "compile_fx":   # the arbiter's own build of max-autotune, without a search
+        out["first_call_s"] = first_call(torch.compile(model, backend=arbiter_like), x)
     else:
         out["first_call_s"] = first_call(torch.compile(model, mode=MODE), x)
     out["inductor_counters"] = {k: v for k, v in counters["inductor"].items()
@@ -103,6 +119,9 @@ def run_step(step: str, args, inductor_cache: Path, before: set) -> tuple[dict, 
         rec.update(json.loads(p.stdout.strip().splitlines()[-1]))
     except (ValueError, IndexError):
         rec["error"] = (p.stderr or p.stdout)[-800:]
+    if step in ("search", "arbiter"):   # what the arbiter timed (its max-autotune build among them?)
+        rec["arbiter"] = [json.loads(f.read_text()).get("considered")
+                          for f in Path(args.cudal1_cache).rglob("serve/*.json")]
     after = autotune_entries(inductor_cache)
     new = after - before
     known_inputs = {(op, inp) for op, inp, _, _ in before}
@@ -112,34 +131,39 @@ def run_step(step: str, args, inductor_cache: Path, before: set) -> tuple[dict, 
     return rec, after
 
 
+SEQUENCES = {
+    # torch.compile's max-autotune alone; again (the FX graph cache hits: a warm start); again
+    # without the FX graph cache, alone and after another compile in the process
+    "A": ("tuned", "tuned", "tuned_nofx", "default_then_tuned_nofx"),
+    # cudal1's search first (its max-autotune candidate on the ATen graph), then the user's graph
+    "B": ("search", "tuned"),
+    # torch.compile's max-autotune first, then the arbiter's build alone, then cudal1's search
+    # with the arbiter's max-autotune on (session 12: it benchmarked every convolution again)
+    "C": ("tuned", "compile_fx_nofx", "arbiter"),
+}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "autotune_reuse"))
     ap.add_argument("--model", default="convnet", choices=("convnet", "resnet18"))
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--step-timeout", type=float, default=240)
+    ap.add_argument("--only", default="ABC", help="which sequences of steps to run (letters)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--cudal1-cache", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
         return child(args.child, args)
     recs = []
-    # 1: torch.compile's max-autotune alone; again (the FX graph cache hits: a warm start);
-    # again without the FX graph cache, alone and after another compile in the process
-    ind = Path(tempfile.mkdtemp(prefix="inductor-reuse-"))
-    seen: set = set()
-    for step in ("tuned", "tuned", "tuned_nofx", "default_then_tuned_nofx"):
-        rec, seen = run_step(step, args, ind, seen)
-        recs.append(dict(rec, cache="A"))
-        print(json.dumps(recs[-1]), flush=True)
-    # 2: cudal1's search first (its max-autotune candidate on the ATen graph), then the user's
-    ind = Path(tempfile.mkdtemp(prefix="inductor-reuse-"))
-    args.cudal1_cache = tempfile.mkdtemp(prefix="cudal1-reuse-")
-    seen = set()
-    for step in ("search", "tuned"):
-        rec, seen = run_step(step, args, ind, seen)
-        recs.append(dict(rec, cache="B"))
-        print(json.dumps(recs[-1]), flush=True)
+    for name in args.only:   # each sequence with an inductor cache (and a cudal1 cache) of its own
+        ind = Path(tempfile.mkdtemp(prefix="inductor-reuse-"))
+        args.cudal1_cache = tempfile.mkdtemp(prefix="cudal1-reuse-")
+        seen: set = set()
+        for step in SEQUENCES[name]:
+            rec, seen = run_step(step, args, ind, seen)
+            recs.append(dict(rec, cache=name))
+            print(json.dumps(recs[-1]), flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "autotune_reuse.json").write_text(json.dumps(recs, indent=1))

@@ -4,7 +4,8 @@
 # skipped when its variable is empty, so nothing else on the host disturbs the real models:
 #   GPU_TESTS='tests/x.py -k y'   GPU tests (GPU_TESTS_S seconds, default 150)
 #   SCRIPTS=benchmarks/x.py,...   benchmark scripts taking --out (each into $OUT's folder named
-#                                 after it, SCRIPT_S seconds each, default 150)
+#                                 after it, SCRIPT_S seconds each, default 150; SCRIPT_ARGS are
+#                                 passed to each)
 #   MODELS=resnet18:bf16,...      benchmarks/real_models.py, one process per model (a model that
 #                                 kills its process keeps the others), FIRST_S seconds for them all;
 #                                 MAX_AUTOTUNE=1 / REDUCE_OVERHEAD=1 / PLAIN=1 as in device_x2.sh
@@ -42,7 +43,7 @@ fi
 SCRIPTS=${SCRIPTS:-}
 for s in ${SCRIPTS//,/ }; do
   n=$(basename $s .py); mkdir -p $W/$n
-  timeout ${SCRIPT_S:-150} taskset -c $T,$WORK python3 $s --out $W/$n > $W/$n/stdout.log 2>&1
+  timeout ${SCRIPT_S:-150} taskset -c $T,$WORK python3 $s --out $W/$n ${SCRIPT_ARGS:-} > $W/$n/stdout.log 2>&1
   tail -16 $W/$n/stdout.log
 done
 
