@@ -109,6 +109,31 @@ def test_through_the_backend_with_a_cache_hit_in_a_fresh_process(tmp_path):
     assert warm["ok"] and warm["stats"].get("cache_hits") == 1 and not warm["stats"].get("searches")
 
 
+def test_a_warm_start_builds_the_arbiters_inductor_choice_from_inductors_cache(tmp_path):
+    """A decision for inductor is followed on every warm start by building the user's graph
+    again; that build must come out of inductor's FX graph cache, as torch.compile's own does
+    (outside Dynamo, on real inputs, inductor bypassed it: "No shape env")."""
+    code = """
+        import json, torch
+        from torch._dynamo.utils import counters
+        from torch_cudal1 import arbiter
+        def f(x, w):
+            return (torch.relu(x @ w) * 2.0,)
+        gm = torch.fx.symbolic_trace(f)
+        torch.manual_seed(0)
+        args = [torch.randn(16, 32), torch.randn(32, 8)]
+        out = arbiter._alternatives(gm, args)[arbiter.INDUCTOR]()(*args)
+        print(json.dumps({"ok": torch.allclose(out[0], f(*args)[0], atol=1e-5),
+                          "counters": dict(counters["inductor"])}))
+    """
+    env = {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}
+    cold, warm = run_python(code, env), run_python(code, env)
+    assert cold["ok"] and warm["ok"]
+    assert cold["counters"].get("fxgraph_cache_miss") == 1, cold["counters"]
+    assert warm["counters"].get("fxgraph_cache_hit") == 1, warm["counters"]
+    assert not warm["counters"].get("fxgraph_cache_bypass"), warm["counters"]
+
+
 def test_cache_only_follows_a_kept_decision_and_never_times(tmp_path):
     """A served cache (cache-only) times nothing: it follows the decision kept where the cache
     was warmed, and serves the cached winner where there is none."""

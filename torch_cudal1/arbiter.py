@@ -145,8 +145,7 @@ def _alternatives(gm, args: list, graphed: str = "off", autotuned: str = "off") 
     def compiled(name, patches):
         def make():
             if name not in built:
-                from torch._inductor.compile_fx import compile_fx
-                built[name] = compile_fx(gm, list(args), config_patches=patches)
+                built[name] = compile_cached(gm, args, patches)
             return built[name]
         return make
     inductor = compiled(INDUCTOR, None)
@@ -161,6 +160,22 @@ def _alternatives(gm, args: list, graphed: str = "off", autotuned: str = "off") 
         if index is not None and graphed in ("auto", "on"):
             alts[AUTOTUNED_GRAPHED] = lambda: as_cuda_graph(tuned())
     return alts
+
+
+def compile_cached(gm, args: list, patches: dict | None = None):
+    """``compile_fx`` of Dynamo's graph where inductor's FX graph cache can serve it: on fake
+    copies of the inputs, in a tracing context whose fake mode has a shape environment. Called
+    on real inputs outside Dynamo, inductor bypasses that cache ("No shape env"), so every warm
+    start compiled each arbitrated graph again, max-autotune's code generation included
+    (session 13: ``benchmarks/autotune_reuse.py`` counted the bypasses)."""
+    from torch._inductor.compile_fx import compile_fx
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+    mode = FakeTensorMode(allow_non_fake_inputs=True, shape_env=ShapeEnv())
+    fake = [mode.from_tensor(a, static_shapes=True) if isinstance(a, torch.Tensor) else a
+            for a in args]
+    with torch._guards.tracing(torch._guards.TracingContext(mode)):
+        return compile_fx(gm, fake, config_patches=patches)
 
 
 AUTOTUNE_CLOSE = 2.0   # the search's max-autotune attempt within this factor of its winner
