@@ -162,8 +162,15 @@ def main(argv=None) -> int:
     ap.add_argument("--baselines", default="eager")
     ap.add_argument("--rounds", type=int, default=0)
     ap.add_argument("--skip-inductor", action="store_true")
+    ap.add_argument("--skip-together", action="store_true",
+                    help="no dispatch-overhead and 4-processes stages")
+    ap.add_argument("--arbitrate", choices=("auto", "on", "off"),
+                    help="cudal1's arbitrate option (default: its own default, auto: GPUs only); "
+                         "a warm start follows the kept decision, building inductor's choice again")
     args = ap.parse_args(argv)
     options = {"baselines": args.baselines, "rounds": args.rounds, "trials": 1}
+    if args.arbitrate:
+        options["arbitrate"] = args.arbitrate
     base = {"device": args.device, "model": args.model, "batch": args.batch}
     out_dir = Path(os.environ.get("OUT") or ROOT / "benchmarks" / "results")
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -181,6 +188,8 @@ def main(argv=None) -> int:
         print("filling the cudal1 cache (cold search)...", file=sys.stderr, flush=True)
         cold = _child(CHILD, cfg, env)
         results["cudal1_cold_first_call_s"] = cold["first_call_s"]
+        results["arbiter_choices"] = sorted(json.loads(p.read_text()).get("choice")
+                                            for p in cache.rglob("serve/*.json"))
         runs = [_child(CHILD, cfg, env) for _ in range(args.repeat)]
         assert all(not r["stats"].get("searches") for r in runs), "warm start searched"
         results["cudal1_warm_first_call_s"] = _median(runs, "first_call_s")
@@ -200,6 +209,9 @@ def main(argv=None) -> int:
             results["inductor_warm_process_s"] = _median(iw, "process_to_first_result_s")
             results["inductor_steady_ms"] = _median(iw, "steady_ms")
             save()
+        if args.skip_together:
+            print(_markdown(results))
+            return 0
         print("dispatch overhead...", file=sys.stderr, flush=True)
         results["dispatch"] = _child(DISPATCH, {"device": args.device, "options": options}, env)
         save()
@@ -223,6 +235,8 @@ def _markdown(r: dict) -> str:
             ("eager first call / process start to first result",
              f"{r['eager_first_call_s']:.3f} s / {r['eager_process_s']:.2f} s"),
         ]
+    if r.get("arbiter_choices"):
+        rows.append(("the arbiter's choices (followed on a warm start)", ", ".join(r["arbiter_choices"])))
     if "inductor_warm_first_call_s" in r:
         rows += [("inductor cold first call", f"{r['inductor_cold_first_call_s']:.2f} s"),
                  ("inductor warm first call (its own cache)", f"{r['inductor_warm_first_call_s']:.2f} s"),
