@@ -11,7 +11,10 @@
 #                                 MAX_AUTOTUNE=1 / REDUCE_OVERHEAD=1 / PLAIN=1 as in device_x2.sh
 #   IDS=L1_40,... (AGAIN=1)       the KernelBench runner on those tasks (RUNNER=1: on every task
 #                                 without a record; RETRY=1 also reruns harness failures); JOBS
-#                                 tasks in flight (default 4), FORK=1 forked verifier children
+#                                 tasks in flight (default 4); verifier children forked from the
+#                                 fork-server template (FORK=auto: fresh interpreters on CUDA, as
+#                                 the product's default; the default 1 as in sessions 5-11, whose
+#                                 tasks spent 2-19 s outside their phases against 30-56 s without)
 # The native timing helpers build in the background from the start; the runner waits for them.
 # One physical core is kept for timings (CUDAL1_TIMING_CPUS), the rest do the work.
 # Needs the KernelBench data in .carry/kernelbench/ (carried: ../shared does not travel).
@@ -67,7 +70,7 @@ fi
 if [ -n "${IDS:-}${RUNNER:-}${RETRY:-}" ]; then
   while [ ! -f $W/native_done ] && [ $(left) -gt 120 ]; do sleep 2; done
   secs=$(( $(left) - 30 ))
-  TORCHINDUCTOR_COMPILE_THREADS=2 CUDAL1_VERIFY_FORKSERVER=${FORK:-auto} \
+  TORCHINDUCTOR_COMPILE_THREADS=2 CUDAL1_VERIFY_FORKSERVER=${FORK:-1} \
     CUDAL1_TIMING_CPUS=$T CUDAL1_WORK_CPUS=$WORK timeout -s TERM $secs \
     python3 benchmarks/kernelbench_runner.py --data $CUDAL1_KERNELBENCH --device cuda ${ORDER---interleave} \
       --claim one --jobs ${JOBS:-4} --task-timeout 400 --max-seconds $(( secs - 120 )) \
