@@ -14,7 +14,8 @@
 #                                 tasks in flight (default 4); verifier children forked from the
 #                                 fork-server template (FORK=auto: fresh interpreters on CUDA, as
 #                                 the product's default; the default 1 as in sessions 5-11, whose
-#                                 tasks spent 2-19 s outside their phases against 30-56 s without)
+#                                 tasks spent a median 3 s outside their phases against 45 s without:
+#                                 benchmarks/runner_phases.py)
 # The native timing helpers build in the background from the start; the runner waits for them.
 # One physical core is kept for timings (CUDAL1_TIMING_CPUS), the rest do the work.
 # Needs the KernelBench data in .carry/kernelbench/ (carried: ../shared does not travel).
