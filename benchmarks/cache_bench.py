@@ -209,17 +209,15 @@ def main(argv=None) -> int:
             results["inductor_warm_process_s"] = _median(iw, "process_to_first_result_s")
             results["inductor_steady_ms"] = _median(iw, "steady_ms")
             save()
-        if args.skip_together:
-            print(_markdown(results))
-            return 0
-        print("dispatch overhead...", file=sys.stderr, flush=True)
-        results["dispatch"] = _child(DISPATCH, {"device": args.device, "options": options}, env)
-        save()
-        print("4 processes together...", file=sys.stderr, flush=True)
-        cold4 = dict(env, CUDAL1_CACHE_DIR=str(Path(tmp) / "together"))
-        results["together_cold"] = _together(cfg, cold4)
-        results["together_warm"] = _together(cfg, cold4)
-        save()
+        if not args.skip_together:
+            print("dispatch overhead...", file=sys.stderr, flush=True)
+            results["dispatch"] = _child(DISPATCH, {"device": args.device, "options": options}, env)
+            save()
+            print("4 processes together...", file=sys.stderr, flush=True)
+            cold4 = dict(env, CUDAL1_CACHE_DIR=str(Path(tmp) / "together"))
+            results["together_cold"] = _together(cfg, cold4)
+            results["together_warm"] = _together(cfg, cold4)
+            save()
     print(_markdown(results))
     return 0
 
