@@ -12,10 +12,10 @@
 #   IDS=L1_40,... (AGAIN=1)       the KernelBench runner on those tasks (RUNNER=1: on every task
 #                                 without a record; RETRY=1 also reruns harness failures); JOBS
 #                                 tasks in flight (default 4); verifier children forked from the
-#                                 fork-server template (FORK=auto: fresh interpreters on CUDA, as
-#                                 the product's default; the default 1 as in sessions 5-11, whose
-#                                 tasks spent a median 3 s outside their phases against 45 s without:
-#                                 benchmarks/runner_phases.py)
+#                                 fork-server template (FORK=1, the default, waits for it; auto,
+#                                 the product's default, forks once it is up; 0 never: sessions
+#                                 12-13, whose tasks spent a median 45 s outside their phases against
+#                                 3 s forked: benchmarks/runner_phases.py)
 # The native timing helpers build in the background from the start; the runner waits for them.
 # One physical core is kept for timings (CUDAL1_TIMING_CPUS), the rest do the work.
 # Needs the KernelBench data in .carry/kernelbench/ (carried: ../shared does not travel).

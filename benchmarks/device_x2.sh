@@ -78,7 +78,7 @@ summary() {
 
 if [ "$PART" = 1 ]; then
   # GPU tests: many-GPU warm workers, the device lock, and the verifier's GPU checks with children
-  # forked from the fork-server template (CUDA uses fresh interpreters until this passes).
+  # forked from the fork-server template (the default on CUDA since session 14).
   timeout 120 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_warm_workers.py \
     tests/test_device_lock.py 2>&1 | tail -30 > $W/gpu_tests_x2.log
   CUDAL1_VERIFY_FORKSERVER=1 timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider \

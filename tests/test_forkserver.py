@@ -40,11 +40,13 @@ def test_forked_children_and_a_vanished_template(monkeypatch):
     assert srv not in forkserver._SERVERS.values() and not srv.alive()
 
 
-def test_off_means_plain_children(monkeypatch):
+def test_off_means_plain_children_and_auto_forks_on_every_device(monkeypatch):
     monkeypatch.setenv("CUDAL1_VERIFY_FORKSERVER", "0")
-    assert forkserver.mode("cpu") == "off"
-    monkeypatch.setenv("CUDAL1_VERIFY_FORKSERVER", "auto")
-    assert forkserver.mode("cpu") == "auto" and forkserver.mode("cuda:0") == "off"
+    assert forkserver.mode() == "off"
+    monkeypatch.setenv("CUDAL1_VERIFY_FORKSERVER", "1")
+    assert forkserver.mode() == "always"
+    monkeypatch.delenv("CUDAL1_VERIFY_FORKSERVER")
+    assert forkserver.mode() == "auto"
 
 
 @pytest.mark.skipif(torch.version.cuda is None, reason="needs a CUDA build of torch")

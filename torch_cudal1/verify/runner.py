@@ -90,11 +90,11 @@ def _limits(memory_limit_mb: float | None):
     return apply
 
 
-def _start_child(wd: Path, env: dict, log, memory_limit_mb, device: str):
+def _start_child(wd: Path, env: dict, log, memory_limit_mb):
     """The child process and a writable stdin: forked from a template that has torch imported
     (``forkserver``) where wanted and available, else a fresh interpreter."""
     from . import forkserver
-    how = forkserver.mode(device)
+    how = forkserver.mode()
     srv = None if how == "off" else forkserver.server_for(env, wait=how == "always")
     if srv is not None:
         r, w = os.pipe()
@@ -188,7 +188,7 @@ def evaluate(task: Task, candidate: Candidate, *, device: str = "cpu", trials: i
             [str(Path(__file__).resolve().parents[2])] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
         t0 = time.monotonic()
         with open(wd / "child.log", "wb") as log:
-            proc, stdin = _start_child(wd, env, log, memory_limit_mb, device)
+            proc, stdin = _start_child(wd, env, log, memory_limit_mb)
             # The result must carry this nonce, which the child reads before the candidate is
             # imported and which never touches the disk: a candidate that writes result.json
             # itself and exits cannot forge an acceptance.
