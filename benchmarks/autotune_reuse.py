@@ -128,6 +128,9 @@ def run_step(step: str, args, inductor_cache: Path, before: set) -> tuple[dict, 
     rec["new_input_keys"] = len({(op, inp) for op, inp, _, _ in new} - known_inputs)
     rec["new_choice_hashes_for_known_inputs"] = sum(1 for op, inp, _, _ in new
                                                     if (op, inp) in known_inputs)
+    # the keys themselves (op, input layouts), so that a step that tuned again can be diffed
+    # against an earlier one's (autotune_reuse.json)
+    rec["new_keys"] = sorted({f"{op} {inp}" for op, inp, _, _ in new})
     return rec, after
 
 
@@ -140,6 +143,10 @@ SEQUENCES = {
     # torch.compile's max-autotune first, then the arbiter's build alone, then cudal1's search
     # with the arbiter's max-autotune on (session 12: it benchmarked every convolution again)
     "C": ("tuned", "compile_fx_nofx", "arbiter"),
+    # cudal1's search (arbiter off), then the arbiter's build alone: does the search's tuning of
+    # the ATen graph carry to the user's graph? (session 14: ResNet-18's arbiter tuned twelve
+    # convolutions again, the convnet's none)
+    "D": ("search", "compile_fx"),
 }
 
 

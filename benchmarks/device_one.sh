@@ -8,7 +8,8 @@
 #                                 passed to each)
 #   MODELS=resnet18:bf16,...      benchmarks/real_models.py, one process per model (a model that
 #                                 kills its process keeps the others), FIRST_S seconds for them all;
-#                                 MAX_AUTOTUNE=1 / REDUCE_OVERHEAD=1 / PLAIN=1 as in device_x2.sh
+#                                 MAX_AUTOTUNE=1 / REDUCE_OVERHEAD=1 / PLAIN=1 as in device_x2.sh;
+#                                 SKIP_CUDAL1=1: the baselines and torch.compile modes alone
 #   IDS=L1_40,... (AGAIN=1)       the KernelBench runner on those tasks (RUNNER=1: on every task
 #                                 without a record; RETRY=1 also reruns harness failures); JOBS
 #                                 tasks in flight (default 4); verifier children forked from the
@@ -70,7 +71,7 @@ if [ -n "${MODELS:-}" ]; then
     n=${item//:/_}; mkdir -p $d/$n
     CUDAL1_TIMING_CPUS=$T CUDAL1_WORK_CPUS=$WORK CUDAL1_NATIVE=0 timeout $(( end - SECONDS )) \
       taskset -c $T,$WORK python3 benchmarks/real_models.py --models $item --dtypes ${DTYPES:-bf16,fp32} \
-      ${MAX_AUTOTUNE:+--max-autotune} ${REDUCE_OVERHEAD:+--reduce-overhead} ${PLAIN:+--plain} \
+      ${MAX_AUTOTUNE:+--max-autotune} ${REDUCE_OVERHEAD:+--reduce-overhead} ${PLAIN:+--plain} ${SKIP_CUDAL1:+--skip-cudal1} \
       --out $d/$n > $d/$n/stdout.log 2>&1
     [ -f $d/real_models.md ] || head -2 $d/$n/real_models.md > $d/real_models.md 2>/dev/null
     tail -n +3 $d/$n/real_models.md >> $d/real_models.md 2>/dev/null
