@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -107,18 +108,31 @@ def autotune_entries(cache: Path) -> set:
 
 def run_step(step: str, args, inductor_cache: Path, before: set) -> tuple[dict, set]:
     env = dict(os.environ, PYTHONPATH=str(ROOT), TORCHINDUCTOR_CACHE_DIR=str(inductor_cache))
+    # cudal1's timing helpers are not what this measures: no nvcc build inside a step
+    env.setdefault("CUDAL1_NATIVE", "0")
     if step.endswith("_nofx"):   # inductor's FX graph cache off: only the autotune cache can hit
         env["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
     cmd = [sys.executable, __file__, "--child", step.removesuffix("_nofx"), "--model", args.model,
            "--device", args.device, "--cudal1-cache", args.cudal1_cache or ""]
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.step_timeout, env=env)
-    rec = {"step": step, "wall_s": round(time.perf_counter() - t0, 1), "rc": p.returncode,
-           "autotune_benchmarks": (p.stdout + p.stderr).count("AUTOTUNE benchmarking takes")}
+    # A session of its own, killed whole on a timeout: a step cut off must not leave its builds or
+    # compile workers loading the host for what runs next (session 14 call 4: it did).
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         start_new_session=True)
+    timed_out = False
     try:
-        rec.update(json.loads(p.stdout.strip().splitlines()[-1]))
+        out, err = p.communicate(timeout=args.step_timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+        timed_out = True
+    rec = {"step": step, "wall_s": round(time.perf_counter() - t0, 1), "rc": p.returncode,
+           "autotune_benchmarks": (out + err).count("AUTOTUNE benchmarking takes")}
+    try:
+        rec.update(json.loads(out.strip().splitlines()[-1]))
     except (ValueError, IndexError):
-        rec["error"] = (p.stderr or p.stdout)[-800:]
+        rec["error"] = (f"timed out after {args.step_timeout:.0f} s; " if timed_out else "") \
+            + (err or out)[-800:]
     if step in ("search", "arbiter"):   # what the arbiter timed (its max-autotune build among them?)
         rec["arbiter"] = [json.loads(f.read_text()).get("considered")
                           for f in Path(args.cudal1_cache).rglob("serve/*.json")]
@@ -171,6 +185,8 @@ def main(argv=None) -> int:
             rec, seen = run_step(step, args, ind, seen)
             recs.append(dict(rec, cache=name))
             print(json.dumps(recs[-1]), flush=True)
+            if rec["rc"] != 0:   # what follows would measure against a cache it did not fill
+                break
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "autotune_reuse.json").write_text(json.dumps(recs, indent=1))

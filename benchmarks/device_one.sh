@@ -17,8 +17,8 @@
 #                                 the product's default, forks once it is up; 0 never: sessions
 #                                 12-13, whose tasks spent a median 45 s outside their phases against
 #                                 3 s forked: benchmarks/runner_phases.py)
-# The native timing helpers build in the background from the start where needed; the runner and
-# the real models wait for them.
+# The native timing helpers build in the background from the start where needed; the runner,
+# the scripts and the real models wait for them.
 # One physical core is kept for timings (CUDAL1_TIMING_CPUS), the rest do the work.
 # Needs the KernelBench data in .carry/kernelbench/ (carried: ../shared does not travel).
 set -u
@@ -36,11 +36,11 @@ mapfile -t CPUSETS < <(python3 -m torch_cudal1.bench.timing_cpus 1)
 T=${CPUSETS[0]}; WORK=${CPUSETS[1]}
 echo "timing CPUs $T; work CPUs $WORK" | tee $W/cpus.txt
 rm -f $R/kernelbench/claims-*.txt   # a queue left by an earlier call would hide unfinished tasks
-# Only where GPU tests or the runner need them: the build loads every work CPU for a minute or
-# two, and a real model timed meanwhile had its host-bound variants slowed (session 14 call 2:
-# inductor 1.41-1.64 ms in the CUDA-graph modes' process against 1.07-1.14 later, which made
-# torch.compile's modes look 0.68 of inductor instead of about 0.9).
-if [ -n "${GPU_TESTS:-}${IDS:-}${RUNNER:-}${RETRY:-}" ]; then
+# Only where GPU tests, scripts or the runner may need them: the build loads every work CPU for a
+# minute or two, and a real model timed meanwhile had its host-bound variants slowed (session 14
+# call 2: inductor 1.41-1.64 ms in the CUDA-graph modes' process against 1.07-1.14 later, which
+# made torch.compile's modes look 0.68 of inductor).
+if [ -n "${GPU_TESTS:-}${SCRIPTS:-}${IDS:-}${RUNNER:-}${RETRY:-}" ]; then
   ( CUDAL1_NATIVE=1 timeout 240 taskset -c $WORK python3 -c "from torch_cudal1.bench import native; print(native.build())" \
       > $W/native_build.log 2>&1; touch $W/native_done ) &
 else
@@ -55,6 +55,7 @@ if [ -n "${GPU_TESTS:-}" ]; then
 fi
 
 SCRIPTS=${SCRIPTS:-}
+[ -n "$SCRIPTS" ] && while [ ! -f $W/native_done ] && [ $(left) -gt 120 ]; do sleep 2; done
 for s in ${SCRIPTS//,/ }; do
   n=$(basename $s .py); mkdir -p $W/$n
   timeout ${SCRIPT_S:-150} taskset -c $T,$WORK python3 $s --out $W/$n ${SCRIPT_ARGS:-} > $W/$n/stdout.log 2>&1

@@ -177,8 +177,19 @@ def first_call_s(compiled, inputs, device: str) -> float:
 
 
 def cudal1_options(cache_dir: str, mode: str = "search") -> dict:
+    # progress: one line per attempt, stamped with the process's seconds (``stamp_cudal1_log``)
     return {"cache_dir": cache_dir, "engine": "builtin", "mode": mode, "rounds": 2,
-            "time_budget_s": 300.0, "progress": False}
+            "time_budget_s": 300.0, "progress": True}
+
+
+def stamp_cudal1_log() -> None:
+    """cudal1's log lines with the seconds since this process started: where a cold search's
+    time went, read from the log (session 14: 193 s in one call, over 290 s in the next)."""
+    import logging
+    from torch_cudal1.log import configure, logger
+    configure()
+    for h in logger.handlers:
+        h.setFormatter(logging.Formatter("[cudal1 %(relativeCreated)7.0f ms] %(message)s"))
 
 
 def child_warm(args) -> int:
@@ -190,11 +201,18 @@ def child_warm(args) -> int:
     s = first_call_s(compiled, inputs, args.device)
     out = {"warm_start_s": s, "warm_latency_ms": latency_ms(compiled, inputs, args.device)}
     # cudal1 taking turns with eager and inductor in this fresh process too: a second pairing,
-    # free of whatever the search left in the main process (``fresh_ratio``)
-    inductor = torch.compile(model)
-    first_call_s(inductor, inputs, args.device)
-    out["warm_rounds_ms"] = interleaved({"eager": model, "inductor": inductor, "cudal1": compiled},
-                                        inputs, args.device, rounds=args.rounds)
+    # free of whatever the search left in the main process (``fresh_ratio``); and with the
+    # torch.compile modes asked for, so that they too are paired with cudal1 round by round
+    # rather than scaled by their ratio to inductor in another process (whose host may differ:
+    # ``modes_host_drift``). They compile after cudal1's first call, from the caches the modes'
+    # own process filled.
+    fns = {"eager": model, "inductor": torch.compile(model)}
+    first_call_s(fns["inductor"], inputs, args.device)
+    for flag in (f for f in TREES_MODES if getattr(args, f, False)):
+        fns[flag] = torch.compile(model, mode=TREES_MODES[flag])
+        out.setdefault("warm_modes_compile_s", {})[flag] = first_call_s(fns[flag], inputs, args.device)
+    fns["cudal1"] = compiled
+    out["warm_rounds_ms"] = interleaved(fns, inputs, args.device, rounds=args.rounds)
     print(json.dumps(out))
     return 0
 
@@ -292,7 +310,8 @@ def run_one(name: str, dtype_name: str, args) -> dict | None:
         cmd = [sys.executable, __file__, "--child-warm", "--model", name, "--dtype", dtype_name,
                "--cache", cache, "--device", args.device, "--rounds", str(args.rounds),
                "--impl", "plain" if impl == PLAIN else "library"] + (["--small"] if args.small else []) \
-            + (["--no-cudnn-sdp"] if args.no_cudnn_sdp else [])
+            + (["--no-cudnn-sdp"] if args.no_cudnn_sdp else []) \
+            + [f"--{f.replace('_', '-')}" for f in TREES_MODES if getattr(args, f)]
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
         try:
@@ -344,24 +363,60 @@ def paired_ratio(rec: dict, variant: str = "cudal1") -> float | None:
 
 def fresh_ratio(rec: dict) -> float | None:
     """``paired_ratio`` from the warm-start process: cudal1 served from the cache, taking turns
-    with eager and inductor there; torch.compile's CUDA-graph modes enter through their ratio to
-    inductor in their own process. Every variant then runs in a fresh process, none in the one a
+    with eager and inductor there, and with torch.compile's CUDA-graph modes where asked for
+    (since session 14; in earlier records they enter through their ratio to inductor in their
+    own process). Every variant then runs in a fresh process, none in the one a
     search has run in (session 10: that process's inductor took 2.04 ms on ResNet-18 fp32
     against 1.47 in the modes' process, which favoured cudal1's main-process ratio; session 9
     the opposite way)."""
     rounds = rec.get("warm_rounds_ms")
-    return paired_ratio({"rounds_ms": rounds, "trees": rec.get("trees")}) if rounds else None
+    if not rounds:
+        return None
+    # modes timed there (since session 14) count as they are, with no scaled copy beside them
+    trees = None if any(m in rounds for m in TREES_MODES) else rec.get("trees")
+    return paired_ratio({"rounds_ms": rounds, "trees": trees})
+
+
+DRIFT_LIMIT = 0.10   # beyond this, the modes' process did not see the host this one saw
+
+
+def modes_host_drift(rec: dict) -> float | None:
+    """Inductor's median in the modes' own process over its median here. The modes enter every
+    figure scaled by their ratio to inductor there, which holds only where both processes saw
+    the same host: inductor is host-bound where CUDA graphs are not, so a host loaded while the
+    modes were timed slows inductor alone and makes the modes look faster (session 14: 1.41-2.01
+    ms there against 1.1-1.3 here, with a build or a killed step's workers on the CPUs)."""
+    there = [x for t in (rec.get("trees") or {}).values() for x in t.get("inductor_rounds_ms") or []]
+    here = (rec.get("rounds_ms") or {}).get("inductor")
+    if not there or not here:
+        return None
+    return statistics.median(there) / statistics.median(here)
+
+
+def drift_note(recs: list[dict]) -> str:
+    """A line under a table whose modes were timed on a host unlike the rest's, else nothing."""
+    off = [f"{r['model']} {r['dtype']} ({d:.2f})"
+           + ("; its fresh-processes ratio timed them beside cudal1 and stands"
+              if any(m in (r.get("warm_rounds_ms") or {}) for m in TREES_MODES) else "")
+           for r in recs if (d := modes_host_drift(r)) is not None and abs(d - 1) > DRIFT_LIMIT]
+    if not off:
+        return ""
+    return ("\nNot comparable: torch.compile's modes were timed where inductor ran at a different "
+            f"speed than here (more than {DRIFT_LIMIT:.0%} off): " + ", ".join(off)
+            + ". Their columns, and the paired ratio against them, need a run on a quiet host.\n")
 
 
 def markdown(recs: list[dict]) -> str:
-    cols = COLUMNS + ["cudal1 / best (paired)", "cudal1 / best (fresh processes)"]
+    cols = COLUMNS + ["cudal1 / best (paired)", "cudal1 / best (fresh processes)",
+                      "modes' inductor / here"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in recs:
         r = dict(r, **{"cudal1 / best (paired)": paired_ratio(r),
-                       "cudal1 / best (fresh processes)": fresh_ratio(r)})
+                       "cudal1 / best (fresh processes)": fresh_ratio(r),
+                       "modes' inductor / here": modes_host_drift(r)})
         lines.append("| " + " | ".join(f"{r[c]:.3f}" if isinstance(r.get(c), float) else str(r.get(c, "-"))
                                        for c in cols) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + drift_note(recs)
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -406,6 +461,7 @@ def main(argv=None) -> int:
     ap.add_argument("--dtype", help=argparse.SUPPRESS)
     ap.add_argument("--cache", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    stamp_cudal1_log()
     if args.no_cudnn_sdp:
         torch.backends.cuda.enable_cudnn_sdp(False)
     if args.child_warm:

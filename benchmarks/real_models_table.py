@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.real_models import fresh_ratio, paired_ratio  # noqa: E402
+from benchmarks.real_models import drift_note, fresh_ratio, modes_host_drift, paired_ratio  # noqa: E402
 
 VARIANTS = ("cudal1", "cudal1_graphed", "cudal1_plain")
 MODES = ("reduce_overhead", "max_autotune")   # torch.compile's CUDA-graph modes, where recorded
@@ -24,7 +24,8 @@ def table(recs: list[dict]) -> str:
     fresh = any(r.get("warm_rounds_ms") for r in recs)
     head = ["model", "dtype", "eager ms", "inductor ms"] + [f"{m} ms" for m in modes] \
         + [f"{v} ms" for v in cols] + [f"{v} / best (paired)" for v in cols] \
-        + (["cudal1 / best (fresh processes)"] if fresh else [])
+        + (["cudal1 / best (fresh processes)"] if fresh else []) \
+        + (["modes' inductor / here"] if modes else [])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in recs:
         cells = [r["model"], r["dtype"]] + [f"{x:.3f}" if (x := r.get(k + "_ms")) is not None
@@ -32,8 +33,10 @@ def table(recs: list[dict]) -> str:
         cells += [f"{x:.3f}" if (x := paired_ratio(r, v)) is not None else "-" for v in cols]
         if fresh:
             cells.append(f"{x:.3f}" if (x := fresh_ratio(r)) is not None else "-")
+        if modes:
+            cells.append(f"{x:.3f}" if (x := modes_host_drift(r)) is not None else "-")
         lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + drift_note(recs)
 
 
 def main(argv=None) -> int:

@@ -177,8 +177,9 @@ def test_the_table_of_recorded_runs_shows_the_modes_measured():
                      trees={"reduce_overhead": {"vs_inductor": 0.5}})
     lines = real_models_table.table([with_mode, rec]).splitlines()
     assert lines[0].split(" | ")[4] == "reduce_overhead ms"
-    assert lines[2].split(" | ")[4:] == ["1.000", "1.500", "1.500 |"]
-    assert lines[3].split(" | ")[4:] == ["-", "1.500", "0.750 |"]
+    # the last column: inductor's speed in the modes' process over here (not recorded: -)
+    assert lines[2].split(" | ")[4:] == ["1.000", "1.500", "1.500", "- |"]
+    assert lines[3].split(" | ")[4:] == ["-", "1.500", "0.750", "- |"]
 
 
 def test_search_attempts_are_read_back_from_the_cache(tmp_path):
@@ -196,3 +197,34 @@ def test_search_attempts_are_read_back_from_the_cache(tmp_path):
     (attempts,) = found.values()
     assert attempts[0]["origin"] == "baseline:eager" and attempts[0]["reason"] == "ok"
     assert attempts[0]["ms"] > 0 and attempts[0]["seconds"] >= 0
+
+
+def test_modes_timed_on_a_loaded_host_are_flagged_not_compared():
+    """torch.compile's modes enter the table through their ratio to inductor in their own
+    process: where inductor ran at another speed there, the table says the row is not comparable."""
+    def rec(there):
+        return {"model": "resnet18", "impl": "torchvision", "dtype": "bf16", "batch": 32,
+                "rounds_ms": {"inductor": [1.0, 1.1, 1.0], "cudal1": [0.9, 0.9, 0.9]},
+                "trees": {"reduce_overhead": {"ms": 0.8, "vs_inductor": 0.8 / there,
+                                              "inductor_rounds_ms": [there] * 3}}}
+    quiet, loaded = rec(1.02), rec(1.5)
+    assert real_models.modes_host_drift(quiet) == pytest.approx(1.02)
+    assert real_models.modes_host_drift(loaded) == pytest.approx(1.5)
+    assert real_models.modes_host_drift({"rounds_ms": {"inductor": [1.0]}}) is None
+    assert "Not comparable" not in real_models.markdown([quiet])
+    md = real_models.markdown([quiet, loaded])
+    assert "Not comparable" in md and "resnet18 bf16 (1.50)" in md
+    assert "| 1.020 |" in md.splitlines()[2] and "| 1.500 |" in md.splitlines()[3]
+
+
+def test_modes_timed_beside_cudal1_in_the_fresh_process_count_as_they_are():
+    """Where the warm-start process timed the modes too, the fresh-processes ratio pairs cudal1
+    with them round by round; the scaled copy from the modes' own process no longer enters."""
+    trees = {"reduce_overhead": {"vs_inductor": 0.5, "inductor_rounds_ms": [1.5] * 3}}
+    scaled_only = {"trees": trees, "warm_rounds_ms": {"inductor": [2.0] * 3, "cudal1": [1.5] * 3}}
+    assert real_models.fresh_ratio(scaled_only) == pytest.approx(1.5)   # against 0.5 * 2.0
+    beside = {"trees": trees, "warm_rounds_ms": {"inductor": [2.0] * 3, "cudal1": [1.5] * 3,
+                                                 "reduce_overhead": [1.6, 1.4, 1.6]}}
+    assert real_models.fresh_ratio(beside) == pytest.approx(1.5 / 1.6)
+    rec = dict(beside, model="resnet18", dtype="bf16", rounds_ms={"inductor": [1.0] * 3})
+    assert "ratio timed them beside cudal1 and stands" in real_models.drift_note([rec])
