@@ -1,5 +1,6 @@
 """The fork-server template: children forked from it are verified like fresh interpreters, and a
 template that goes away costs a fallback to a plain child, never a verdict."""
+import os
 import shutil
 from pathlib import Path
 
@@ -9,7 +10,7 @@ from helpers import run_python
 
 from torch_cudal1.baselines import baseline_candidate
 from torch_cudal1.task import Task
-from torch_cudal1.verify import evaluate, forkserver
+from torch_cudal1.verify import evaluate, forkserver, prestart_children
 
 TASK = Path(__file__).parent / "adversarial" / "tasks" / "linear_act.py"
 
@@ -47,6 +48,52 @@ def test_off_means_plain_children_and_auto_forks_on_every_device(monkeypatch):
     assert forkserver.mode() == "always"
     monkeypatch.delenv("CUDAL1_VERIFY_FORKSERVER")
     assert forkserver.mode() == "auto"
+
+
+def _counting_spawns(monkeypatch) -> list:
+    """Auto mode (the default); the list fills with the template used for each child forked."""
+    monkeypatch.delenv("CUDAL1_VERIFY_FORKSERVER", raising=False)
+    used = []
+    spawn = forkserver.ForkServer.spawn
+    monkeypatch.setattr(forkserver.ForkServer, "spawn",
+                        lambda self, *a, **k: used.append(self) or spawn(self, *a, **k))
+    return used
+
+
+def test_a_search_about_to_verify_forks_its_first_child_too(monkeypatch):
+    """Started ahead of a search, the template serves its first verification: the child is
+    forked, after the template is up, rather than a second torch import beside it."""
+    used = _counting_spawns(monkeypatch)
+    env = {"TEST_FORKSERVER_ENV": os.urandom(8).hex()}   # an environment of its own: a new template
+    task = Task.from_file(TASK)
+    prestart_children(extra_env=env)
+    v, _ = evaluate(task, baseline_candidate(task, "eager"), device="cpu", trials=2, extra_env=env)
+    assert v.accepted, v
+    assert len(used) == 1 and used[0].ready()
+
+
+def test_a_single_verification_pays_for_no_template(monkeypatch):
+    used = _counting_spawns(monkeypatch)
+    env = {"TEST_FORKSERVER_ENV": os.urandom(8).hex()}
+    task = Task.from_file(TASK)
+    v, _ = evaluate(task, baseline_candidate(task, "eager"), device="cpu", trials=2, extra_env=env)
+    assert v.accepted, v
+    assert used == []
+
+
+def test_a_search_starts_the_template_only_where_it_verifies_more_than_once(monkeypatch):
+    from torch_cudal1 import search
+    from torch_cudal1.contracts import Timing, Verdict
+    from torch_cudal1.options import Options
+    started = []
+    monkeypatch.setattr(search, "prestart_children", lambda *a, **k: started.append(1))
+    monkeypatch.setattr(search, "evaluate", lambda *a, **k: (Verdict.ok(), Timing(1.0, 0.0, 200)))
+    task = Task.from_file(TASK)
+    for baselines, expect in (("eager", 0), ("eager,inductor", 1)):
+        res = search.run_search(task, Options.resolve({"rounds": 0, "baselines": baselines,
+                                                       "progress": False}), "cpu")
+        res.cleanup()
+        assert len(started) == expect, baselines
 
 
 @pytest.mark.skipif(torch.version.cuda is None, reason="needs a CUDA build of torch")

@@ -21,7 +21,7 @@ from .engines.base import EngineError, SearchContext
 from .log import logger
 from .options import Options
 from .task import Task
-from .verify import evaluate
+from .verify import evaluate, prestart_children
 
 # A winner must beat the best baseline by this fraction of its time at least, and beyond both
 # medians' uncertainty.
@@ -153,6 +153,8 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
     """Search for the fastest verified implementation of ``task`` on ``device``."""
     say = progress or (lambda line: logger.info(line) if options.progress else None)
     start = time.monotonic()
+    if len(options.baseline_names()) + options.rounds > 1:
+        prestart_children()   # the first baseline's child forked too, no second import beside it
     workroot = Path(tempfile.mkdtemp(prefix="cudal1-search-"))
     attempts: list[Attempt] = []
     dirs: dict[int, Path] = {}

@@ -6,6 +6,6 @@ limits, build cache), ``forkserver`` (children forked from a template with torch
 ``compare`` (tolerances), ``guards`` (tamper detection), ``sandbox`` (audit hook, memory limit),
 ``errors`` (exception -> reason, trimmed build logs).
 """
-from .runner import default_build_cache_dir, evaluate
+from .runner import default_build_cache_dir, evaluate, prestart_children
 
-__all__ = ["evaluate", "default_build_cache_dir"]
+__all__ = ["evaluate", "default_build_cache_dir", "prestart_children"]

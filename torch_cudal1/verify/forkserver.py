@@ -11,9 +11,11 @@ the parent hands the child's stdin (a pipe it alone writes) and log file over th
 descriptors (SCM_RIGHTS), so a later child forked from the same template cannot find an earlier
 child's token in its memory.
 
-``CUDAL1_VERIFY_FORKSERVER``: ``auto`` (default) uses the template once it is ready: it starts in
-the background at a process's second verification, and until it is up children are plain
-interpreters. On CUDA too: forked children pass the GPU verifier tests on the H200 (session 14),
+``CUDAL1_VERIFY_FORKSERVER``: ``auto`` (default) uses the template: a search starts it before its
+first verification (``prestart``), and elsewhere a process's second verification starts it. A
+verification that finds the template starting waits for it (up to ``_JOIN_LIMIT_S``) rather than
+import torch a second time beside it, which would also load the host while candidates are
+timed. On CUDA too: forked children pass the GPU verifier tests on the H200 (session 14),
 and the KernelBench runner's tasks spent a median 3 s outside their verification phases with them
 against 45 s without (``benchmarks/runner_phases.py``). ``1``: always (waiting for the template).
 ``0``: never. Any failure to start or reach the template falls back to a plain child interpreter.
@@ -38,6 +40,7 @@ import time
 
 _MAX_SERVERS = 4
 _START_LIMIT_S = 120.0   # a template not ready by then is given up
+_JOIN_LIMIT_S = 30.0     # auto: a starting template is waited for this long, then a fresh child
 
 
 def mode() -> str:
@@ -194,20 +197,34 @@ def _close_all() -> None:
 
 
 def server_for(env: dict, wait: bool = False) -> ForkServer | None:
-    """The ready template for this environment, or None (then start a plain child) while it
-    is starting (unless ``wait``) or when it failed. Torch reads some variables at import time,
-    so a different environment gets its own template."""
+    """The ready template for this environment, waited for while it is starting (up to
+    ``_JOIN_LIMIT_S``, or ``_START_LIMIT_S`` with ``wait``); None (then start a plain child)
+    where there is none yet or it failed. Torch reads some variables at import time, so a
+    different environment gets its own template."""
+    key, stable = _key(env)
+    srv = _server_for(key, stable, wait)
+    deadline = time.monotonic() + (_START_LIMIT_S if wait else _JOIN_LIMIT_S)
+    while srv is None and key in _SERVERS and time.monotonic() < deadline:
+        time.sleep(0.05)
+        srv = _server_for(key, stable, wait)
+    return srv
+
+
+def prestart(env: dict) -> None:
+    """Start the template for ``env`` now, without waiting: a search is about to verify many
+    candidates, and its first child can then be forked too."""
+    if mode() == "off":
+        return
+    key, stable = _key(env)
+    _server_for(key, stable, True)
+
+
+def _key(env: dict) -> tuple[str, dict]:
     # Only what the template's imports could read counts: the child runs with the request's
     # own environment (our CUDAL1_* settings are read at run time; pytest renames a variable
     # per test).
     stable = {k: v for k, v in env.items() if not k.startswith(("CUDAL1_", "PYTEST_"))}
-    key = hashlib.sha256(json.dumps(sorted(stable.items())).encode()).hexdigest()
-    srv = _server_for(key, stable, wait)
-    deadline = time.monotonic() + _START_LIMIT_S
-    while wait and srv is None and key in _SERVERS and time.monotonic() < deadline:
-        time.sleep(0.05)
-        srv = _server_for(key, stable, wait)
-    return srv
+    return hashlib.sha256(json.dumps(sorted(stable.items())).encode()).hexdigest(), stable
 
 
 def _server_for(key: str, env: dict, wait: bool) -> ForkServer | None:
@@ -216,7 +233,7 @@ def _server_for(key: str, env: dict, wait: bool) -> ForkServer | None:
         if srv is None:
             _SEEN[key] = _SEEN.get(key, 0) + 1
             # A process that verifies once never pays for a template; the second verification
-            # in the same environment starts one for the third and later ones.
+            # in the same environment starts one (and waits for it, see server_for).
             if _FAILED.get(key, 0) >= 2 or (_SEEN[key] < 2 and not wait):
                 return None
             while len(_SERVERS) >= _MAX_SERVERS:

@@ -141,6 +141,28 @@ def _collect_build(build_dir: str | None, wd: Path) -> None:
                             ignore=shutil.ignore_patterns("*.o", "*.ninja", ".ninja_*", "lock"))
 
 
+def child_env(extra_env: dict | None = None, build_cache_dir: str | None = None) -> dict:
+    """The environment a verifier child runs with."""
+    env = dict(os.environ)
+    env.update(extra_env or {})
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["CUDAL1_BUILD_CACHE_DIR"] = str(Path(build_cache_dir or default_build_cache_dir()).expanduser())
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(__file__).resolve().parents[2])] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    return env
+
+
+def prestart_children(extra_env: dict | None = None, build_cache_dir: str | None = None) -> None:
+    """Many verifications are coming (a search): start the fork-server template now, so that
+    the first of them can be forked from it too (``forkserver.prestart``)."""
+    from . import forkserver
+    try:
+        forkserver.prestart(child_env(extra_env, build_cache_dir))
+    except OSError as e:   # never in the way: children then start as fresh interpreters
+        from ..log import logger
+        logger.debug("verifier fork server not started early (%s)", e)
+
+
 def _ours(candidate: Candidate) -> bool:
     """Candidates the harness writes itself (baselines, the built-in engine's templates); the
     rest — from an engine, a transcript, a user's file — compile into private caches."""
@@ -180,12 +202,7 @@ def evaluate(task: Task, candidate: Candidate, *, device: str = "cpu", trials: i
             "native": os.environ.get("CUDAL1_NATIVE", "auto"),
             "check_stride": check_stride, "cuda_graph": cuda_graph,
             "time_budget_s": time_budget_s, "isolate": not _ours(candidate)}))
-        env = dict(os.environ)
-        env.update(extra_env or {})
-        env["PYTHONDONTWRITEBYTECODE"] = "1"
-        env["CUDAL1_BUILD_CACHE_DIR"] = str(Path(build_cache_dir or default_build_cache_dir()).expanduser())
-        env["PYTHONPATH"] = os.pathsep.join(
-            [str(Path(__file__).resolve().parents[2])] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        env = child_env(extra_env, build_cache_dir)
         t0 = time.monotonic()
         with open(wd / "child.log", "wb") as log:
             proc, stdin = _start_child(wd, env, log, memory_limit_mb)
