@@ -209,8 +209,13 @@ def child_warm(args) -> int:
     fns = {"eager": model, "inductor": torch.compile(model)}
     first_call_s(fns["inductor"], inputs, args.device)
     for flag in (f for f in TREES_MODES if getattr(args, f, False)):
-        fns[flag] = torch.compile(model, mode=TREES_MODES[flag])
-        out.setdefault("warm_modes_compile_s", {})[flag] = first_call_s(fns[flag], inputs, args.device)
+        try:
+            fns[flag] = torch.compile(model, mode=TREES_MODES[flag])
+            out.setdefault("warm_modes_compile_s", {})[flag] = first_call_s(fns[flag], inputs,
+                                                                            args.device)
+        except Exception as e:  # noqa: BLE001 - the pairing without this mode still stands
+            fns.pop(flag, None)
+            out.setdefault("warm_modes_error", {})[flag] = f"{type(e).__name__}: {e}"[:300]
     fns["cudal1"] = compiled
     out["warm_rounds_ms"] = interleaved(fns, inputs, args.device, rounds=args.rounds)
     print(json.dumps(out))
