@@ -118,3 +118,19 @@ def test_forked_children_verify_and_time_on_cuda(monkeypatch):
         assert v.accepted, v.detail
         assert t is not None and t.median_ms > 0
     assert len(used) == 2 and all(s.ready() for s in used)   # both forked from the template
+
+
+def test_an_idle_template_retires_and_the_next_verification_starts_another(monkeypatch):
+    """A process that compiled its model at start does not keep the template's interpreter:
+    it exits after its idle time, and that is no failure (the next verification forks again)."""
+    used = _counting_spawns(monkeypatch)
+    monkeypatch.setenv("CUDAL1_VERIFY_FORKSERVER_IDLE_S", "1")
+    env = {"TEST_FORKSERVER_ENV": os.urandom(8).hex()}
+    task = Task.from_file(TASK)
+    prestart_children(extra_env=env)
+    for _ in range(3):   # a retirement never counts towards giving the template up
+        v, _ = evaluate(task, baseline_candidate(task, "eager"), device="cpu", trials=2, extra_env=env)
+        assert v.accepted, v
+        used[-1].proc.wait(timeout=30)
+        assert used[-1].retired()
+    assert len(used) == 3 and len(set(map(id, used))) == 3

@@ -19,6 +19,7 @@ timed. On CUDA too: forked children pass the GPU verifier tests on the H200 (ses
 and the KernelBench runner's tasks spent a median 3 s outside their verification phases with them
 against 45 s without (``benchmarks/runner_phases.py``). ``1``: always (waiting for the template).
 ``0``: never. Any failure to start or reach the template falls back to a plain child interpreter.
+A template idle for ``CUDAL1_VERIFY_FORKSERVER_IDLE_S`` (120 s) exits; the next one starts on demand.
 """
 from __future__ import annotations
 
@@ -41,6 +42,11 @@ import time
 _MAX_SERVERS = 4
 _START_LIMIT_S = 120.0   # a template not ready by then is given up
 _JOIN_LIMIT_S = 30.0     # auto: a starting template is waited for this long, then a fresh child
+# A template with nothing to do for this long exits (a clean exit, not a failure: the next
+# verification starts another), so that a process that compiled its model at start does not keep
+# an interpreter with torch's compile stack (0.4 GB and more) for the rest of its life.
+_IDLE_ENV = "CUDAL1_VERIFY_FORKSERVER_IDLE_S"
+_IDLE_DEFAULT_S = 120.0
 
 
 def mode() -> str:
@@ -103,8 +109,9 @@ class ForkServer:
         self.was_ready = False
         err = open(os.path.join(self.dir, "server.log"), "wb")
         try:
+            idle = os.environ.get(_IDLE_ENV) or str(_IDLE_DEFAULT_S)
             self.proc = _keeper().launch([sys.executable, "-m", "torch_cudal1.verify.forkserver",
-                                          self.path], env, err)
+                                          self.path, idle], env, err)
         finally:
             err.close()
 
@@ -123,6 +130,10 @@ class ForkServer:
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
+
+    def retired(self) -> bool:
+        """It exited on its own after its idle time (exit status 0)."""
+        return self.proc is not None and self.proc.poll() == 0
 
     def spawn(self, request: dict, stdin_fd: int, log_fd: int) -> Child:
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -230,24 +241,26 @@ def _key(env: dict) -> tuple[str, dict]:
 def _server_for(key: str, env: dict, wait: bool) -> ForkServer | None:
     with _LOCK:
         srv = _SERVERS.get(key)
-        if srv is None:
-            _SEEN[key] = _SEEN.get(key, 0) + 1
-            # A process that verifies once never pays for a template; the second verification
-            # in the same environment starts one (and waits for it, see server_for).
-            if _FAILED.get(key, 0) >= 2 or (_SEEN[key] < 2 and not wait):
+        if srv is not None:
+            if srv.ready():
+                return srv
+            if not srv.retired():
+                if srv.broken():   # try again later, twice at most
+                    _FAILED[key] = _FAILED.get(key, 0) + 1
+                    _SERVERS.pop(key).close()
                 return None
-            while len(_SERVERS) >= _MAX_SERVERS:
-                _SERVERS.pop(next(iter(_SERVERS))).close()
-            try:
-                _SERVERS[key] = ForkServer(env)
-            except OSError:
-                _FAILED[key] = _FAILED.get(key, 0) + 1
+            _SERVERS.pop(key).close()   # idle for a while, then gone: another starts now
+        _SEEN[key] = _SEEN.get(key, 0) + 1
+        # A process that verifies once never pays for a template; the second verification in
+        # the same environment starts one (and waits for it, see server_for).
+        if _FAILED.get(key, 0) >= 2 or (_SEEN[key] < 2 and not wait):
             return None
-        if srv.ready():
-            return srv
-        if srv.broken():   # try again later, twice at most
+        while len(_SERVERS) >= _MAX_SERVERS:
+            _SERVERS.pop(next(iter(_SERVERS))).close()
+        try:
+            _SERVERS[key] = ForkServer(env)
+        except OSError:
             _FAILED[key] = _FAILED.get(key, 0) + 1
-            _SERVERS.pop(key).close()
         return None
 
 
@@ -300,7 +313,7 @@ def _fork_is_safe() -> bool:
     return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
 
 
-def serve(path: str) -> None:
+def serve(path: str, idle_s: float = _IDLE_DEFAULT_S) -> None:
     # Imports that ask whether CUDA is available ask NVML instead of initialising the driver
     # (children replace the environment with the request's, so only the template has this).
     os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
@@ -326,8 +339,19 @@ def serve(path: str) -> None:
     sel.register(listener, selectors.EVENT_READ)
     sel.register(rd, selectors.EVENT_READ)
     open(path + ".ready", "w").close()
+    last_busy = time.monotonic()
     while True:
-        for key, _ in sel.select():
+        events = sel.select(timeout=max(1.0, idle_s / 4))
+        if children:
+            last_busy = time.monotonic()
+        elif not events and time.monotonic() - last_busy >= idle_s:
+            for p in (path + ".ready", path):   # not ready any more, then gone at once
+                try:
+                    os.unlink(p)
+                except OSError:
+                    pass
+            os._exit(0)
+        for key, _ in events:
             if key.fileobj is listener:
                 conn, _ = listener.accept()
                 try:
@@ -348,6 +372,7 @@ def serve(path: str) -> None:
                 for fd in fds:
                     os.close(fd)
                 children[pid] = conn
+                last_busy = time.monotonic()
                 try:
                     conn.sendall(f"{pid}\n".encode())
                 except OSError:
@@ -376,4 +401,4 @@ def serve(path: str) -> None:
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1])
+    serve(sys.argv[1], float(sys.argv[2]) if len(sys.argv) > 2 else _IDLE_DEFAULT_S)
