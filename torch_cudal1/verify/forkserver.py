@@ -49,8 +49,16 @@ _IDLE_ENV = "CUDAL1_VERIFY_FORKSERVER_IDLE_S"
 _IDLE_DEFAULT_S = 120.0
 
 
+def _idle_seconds() -> float:
+    try:
+        return max(1.0, float(os.environ.get(_IDLE_ENV) or _IDLE_DEFAULT_S))
+    except ValueError:
+        return _IDLE_DEFAULT_S
+
+
 def mode() -> str:
-    """``off``, ``auto`` (use the template once it is ready) or ``always`` (wait for it)."""
+    """``off``, ``auto`` (start the template where verifications come in numbers, wait for it
+    while it starts) or ``always`` (wait for it, up to ``_START_LIMIT_S``)."""
     m = os.environ.get("CUDAL1_VERIFY_FORKSERVER", "auto").lower()
     if m in ("0", "false", "no", "off"):
         return "off"
@@ -109,9 +117,8 @@ class ForkServer:
         self.was_ready = False
         err = open(os.path.join(self.dir, "server.log"), "wb")
         try:
-            idle = os.environ.get(_IDLE_ENV) or str(_IDLE_DEFAULT_S)
             self.proc = _keeper().launch([sys.executable, "-m", "torch_cudal1.verify.forkserver",
-                                          self.path, idle], env, err)
+                                          self.path, str(_idle_seconds())], env, err)
         finally:
             err.close()
 
