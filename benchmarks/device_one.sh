@@ -29,6 +29,8 @@ OUT=${OUT:-$PWD/benchmarks/results/device}
 W=$OUT/work; mkdir -p $W
 R=benchmarks/results/h200
 left() { echo $(( LIMIT - SECONDS )); }
+# the host's load average at each step (load.txt): a figure timed on a busy host shows up here
+load() { echo "${SECONDS}s $1: load $(cut -d' ' -f1-3 /proc/loadavg)" >> $W/load.txt; }
 python3 setup.py -q egg_info >$W/egg_info.log 2>&1 || cat $W/egg_info.log
 nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,memory.used --format=csv > $W/gpu.txt
 lscpu > $W/lscpu.txt 2>&1
@@ -48,6 +50,7 @@ else
 fi
 
 if [ -n "${GPU_TESTS:-}" ]; then
+  load gpu_tests
   secs=${GPU_TESTS_S:-150}; [ $secs -gt $(( $(left) - 40 )) ] && secs=$(( $(left) - 40 ))
   timeout $secs python3 -m pytest -m gpu -v --durations=0 -p no:cacheprovider $GPU_TESTS \
     > $W/gpu_tests.log 2>&1
@@ -57,7 +60,7 @@ fi
 SCRIPTS=${SCRIPTS:-}
 [ -n "$SCRIPTS" ] && while [ ! -f $W/native_done ] && [ $(left) -gt 120 ]; do sleep 2; done
 for s in ${SCRIPTS//,/ }; do
-  n=$(basename $s .py); mkdir -p $W/$n
+  n=$(basename $s .py); mkdir -p $W/$n; load $n
   timeout ${SCRIPT_S:-150} taskset -c $T,$WORK python3 $s --out $W/$n ${SCRIPT_ARGS:-} > $W/$n/stdout.log 2>&1
   tail -16 $W/$n/stdout.log
 done
@@ -69,7 +72,7 @@ if [ -n "${MODELS:-}" ]; then
   [ $end -gt $(( LIMIT - 40 )) ] && end=$(( LIMIT - 40 ))
   for item in ${MODELS//,/ }; do
     [ $(( end - SECONDS )) -lt 60 ] && break
-    n=${item//:/_}; mkdir -p $d/$n
+    n=${item//:/_}; mkdir -p $d/$n; load $n
     CUDAL1_TIMING_CPUS=$T CUDAL1_WORK_CPUS=$WORK CUDAL1_NATIVE=0 timeout $(( end - SECONDS )) \
       taskset -c $T,$WORK python3 benchmarks/real_models.py --models $item --dtypes ${DTYPES:-bf16,fp32} \
       ${MAX_AUTOTUNE:+--max-autotune} ${REDUCE_OVERHEAD:+--reduce-overhead} ${PLAIN:+--plain} ${SKIP_CUDAL1:+--skip-cudal1} \
@@ -82,7 +85,7 @@ fi
 
 if [ -n "${IDS:-}${RUNNER:-}${RETRY:-}" ]; then
   while [ ! -f $W/native_done ] && [ $(left) -gt 120 ]; do sleep 2; done
-  secs=$(( $(left) - 30 ))
+  secs=$(( $(left) - 30 )); load runner
   TORCHINDUCTOR_COMPILE_THREADS=2 CUDAL1_VERIFY_FORKSERVER=${FORK:-1} \
     CUDAL1_TIMING_CPUS=$T CUDAL1_WORK_CPUS=$WORK timeout -s TERM $secs \
     python3 benchmarks/kernelbench_runner.py --data $CUDAL1_KERNELBENCH --device cuda ${ORDER---interleave} \
@@ -94,6 +97,7 @@ if [ -n "${IDS:-}${RUNNER:-}${RETRY:-}" ]; then
   grep -h "^L[0-9]" $W/runner.log | tail -30
   cp -r $R/kernelbench $W/
 fi
+load end; cat $W/load.txt
 cat $W/native_build.log 2>/dev/null
 tar czf $OUT/results_one.tgz -C $W . && rm -rf $W
 ls -la $OUT

@@ -134,3 +134,16 @@ def test_an_idle_template_retires_and_the_next_verification_starts_another(monke
         used[-1].proc.wait(timeout=30)
         assert used[-1].retired()
     assert len(used) == 3 and len(set(map(id, used))) == 3
+
+
+@pytest.mark.gpu
+def test_by_default_a_search_on_cuda_forks_from_its_first_verification(monkeypatch):
+    """The default (auto) on a GPU: the template started ahead of the search serves the first
+    child too, and CUDA works in it."""
+    used = _counting_spawns(monkeypatch)
+    env = {"TEST_FORKSERVER_ENV": os.urandom(8).hex()}
+    task = Task.from_file(TASK)
+    prestart_children(extra_env=env)
+    v, t = evaluate(task, baseline_candidate(task, "eager"), device="cuda", trials=2, extra_env=env)
+    assert v.accepted, v.detail
+    assert t is not None and t.median_ms > 0 and len(used) == 1
