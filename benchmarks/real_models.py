@@ -177,14 +177,15 @@ def first_call_s(compiled, inputs, device: str) -> float:
 
 
 def cudal1_options(cache_dir: str, mode: str = "search") -> dict:
-    # progress: one line per attempt, stamped with the process's seconds (``stamp_cudal1_log``)
+    # progress: one line per attempt, stamped with the process's time (``stamp_cudal1_log``)
     return {"cache_dir": cache_dir, "engine": "builtin", "mode": mode, "rounds": 2,
             "time_budget_s": 300.0, "progress": True}
 
 
 def stamp_cudal1_log() -> None:
-    """cudal1's log lines with the seconds since this process started: where a cold search's
-    time went, read from the log (session 14: 193 s in one call, over 290 s in the next)."""
+    """cudal1's log lines stamped with the milliseconds since this process started: where a
+    cold search's time went, read from the log (session 14: 193 s in one call, over 290 s in
+    the next)."""
     import logging
     from torch_cudal1.log import configure, logger
     configure()

@@ -15,9 +15,13 @@ from torch_cudal1.verify import evaluate, forkserver, prestart_children
 TASK = Path(__file__).parent / "adversarial" / "tasks" / "linear_act.py"
 
 
-def _count_forks(monkeypatch) -> list:
-    """Fork-server mode on; the list fills with the template used for each child forked."""
-    monkeypatch.setenv("CUDAL1_VERIFY_FORKSERVER", "1")
+def _count_forks(monkeypatch, mode: str | None = "1") -> list:
+    """Fork-server mode ``mode`` (None: the default, auto); the list fills with the template
+    used for each child forked."""
+    if mode is None:
+        monkeypatch.delenv("CUDAL1_VERIFY_FORKSERVER", raising=False)
+    else:
+        monkeypatch.setenv("CUDAL1_VERIFY_FORKSERVER", mode)
     used = []
     spawn = forkserver.ForkServer.spawn
 
@@ -50,20 +54,10 @@ def test_off_means_plain_children_and_auto_forks_on_every_device(monkeypatch):
     assert forkserver.mode() == "auto"
 
 
-def _counting_spawns(monkeypatch) -> list:
-    """Auto mode (the default); the list fills with the template used for each child forked."""
-    monkeypatch.delenv("CUDAL1_VERIFY_FORKSERVER", raising=False)
-    used = []
-    spawn = forkserver.ForkServer.spawn
-    monkeypatch.setattr(forkserver.ForkServer, "spawn",
-                        lambda self, *a, **k: used.append(self) or spawn(self, *a, **k))
-    return used
-
-
 def test_a_search_about_to_verify_forks_its_first_child_too(monkeypatch):
     """Started ahead of a search, the template serves its first verification: the child is
     forked, after the template is up, rather than a second torch import beside it."""
-    used = _counting_spawns(monkeypatch)
+    used = _count_forks(monkeypatch, None)
     env = {"TEST_FORKSERVER_ENV": os.urandom(8).hex()}   # an environment of its own: a new template
     task = Task.from_file(TASK)
     prestart_children(extra_env=env)
@@ -73,7 +67,7 @@ def test_a_search_about_to_verify_forks_its_first_child_too(monkeypatch):
 
 
 def test_a_single_verification_pays_for_no_template(monkeypatch):
-    used = _counting_spawns(monkeypatch)
+    used = _count_forks(monkeypatch, None)
     env = {"TEST_FORKSERVER_ENV": os.urandom(8).hex()}
     task = Task.from_file(TASK)
     v, _ = evaluate(task, baseline_candidate(task, "eager"), device="cpu", trials=2, extra_env=env)
@@ -123,7 +117,7 @@ def test_forked_children_verify_and_time_on_cuda(monkeypatch):
 def test_an_idle_template_retires_and_the_next_verification_starts_another(monkeypatch):
     """A process that compiled its model at start does not keep the template's interpreter:
     it exits after its idle time, and that is no failure (the next verification forks again)."""
-    used = _counting_spawns(monkeypatch)
+    used = _count_forks(monkeypatch, None)
     monkeypatch.setenv("CUDAL1_VERIFY_FORKSERVER_IDLE_S", "1")
     env = {"TEST_FORKSERVER_ENV": os.urandom(8).hex()}
     task = Task.from_file(TASK)
@@ -140,7 +134,7 @@ def test_an_idle_template_retires_and_the_next_verification_starts_another(monke
 def test_by_default_a_search_on_cuda_forks_from_its_first_verification(monkeypatch):
     """The default (auto) on a GPU: the template started ahead of the search serves the first
     child too, and CUDA works in it."""
-    used = _counting_spawns(monkeypatch)
+    used = _count_forks(monkeypatch, None)
     env = {"TEST_FORKSERVER_ENV": os.urandom(8).hex()}
     task = Task.from_file(TASK)
     prestart_children(extra_env=env)
