@@ -54,6 +54,8 @@ class DeviceLock:
         self._fds: tuple[int, int] | None = None
         self._exclusive = 0
         self._shared = 0
+        self._suspended = 0   # the depth of a shared hold let go of by suspend()
+        self._owner = 0       # the thread holding it shared
         self.waited_s = 0.0   # time spent waiting for other processes (a contention measure)
         self._mu = threading.RLock()
         directory = directory if directory is not None else lock_dir()
@@ -106,11 +108,14 @@ class DeviceLock:
                 self._flock(rw, fcntl.LOCK_SH)
                 self._flock(turnstile, fcntl.LOCK_UN)
             self.waited_s += time.monotonic() - t0
-            self._shared = 1
+            # inside a suspended hold (a benchmark during a compile) the outer hold stays
+            # suspended, for resume() to take back
+            outer = self._suspended
+            self._shared, self._owner = 1, threading.get_ident()
             try:
                 yield
             finally:
-                self._shared = 0
+                self._shared, self._suspended = 0, outer
                 if self._fds is not None:
                     self._flock(rw, fcntl.LOCK_UN)
 
@@ -137,6 +142,31 @@ class DeviceLock:
                 if held and self._fds is not None:
                     self._flock(rw, fcntl.LOCK_UN)
                     self._flock(turnstile, fcntl.LOCK_UN)
+
+    def suspend(self) -> None:
+        """Let go of a shared hold for a while (``resume`` takes it back): for stretches inside
+        a verification that do no device work, such as a compile (``verify/compile_lock.py``).
+        Only the thread holding it, only a shared hold: an exclusive one is a timing's."""
+        if self._fds is None or self._exclusive or not self._shared or self._suspended:
+            return
+        if self._owner != threading.get_ident():   # another thread's hold is not ours to drop
+            return
+        self._suspended, self._shared = self._shared, 0
+        self._flock(self._fds[1], fcntl.LOCK_UN)
+
+    def resume(self) -> None:
+        """Take a suspended shared hold back, through the turnstile (a timing that came meanwhile
+        goes first)."""
+        if not self._suspended or self._owner != threading.get_ident():
+            return
+        depth, self._suspended = self._suspended, 0
+        fds = self._fds
+        t0 = time.monotonic()
+        if fds is not None and self._flock(fds[0], fcntl.LOCK_EX):
+            self._flock(fds[1], fcntl.LOCK_SH)
+            self._flock(fds[0], fcntl.LOCK_UN)
+        self.waited_s += time.monotonic() - t0
+        self._shared = depth
 
     def close(self) -> None:
         fds, self._fds = self._fds, None

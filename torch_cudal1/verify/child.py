@@ -39,7 +39,7 @@ import torch  # noqa: E402
 from ..contracts import Verdict  # noqa: E402
 from .. import global_settings  # noqa: E402
 from ..task import load_source  # noqa: E402
-from . import guards, sandbox  # noqa: E402
+from . import compile_lock, guards, sandbox  # noqa: E402
 from .compare import check_real_tensor, compare, flatten_outputs, pieces  # noqa: E402
 from .errors import classify_exception  # noqa: E402
 from .runner import CANDIDATE_FILE, REAL_INPUTS_FILE, REQUEST_FILE, RESULT_FILE  # noqa: E402
@@ -283,6 +283,8 @@ class Harness:
         self.settings = global_settings.snapshot()   # the harness's: the reference runs under them
         self._build_env()
         self.lock = DeviceLock(self.device)   # its files are opened before the sandbox closes
+        if "torch._dynamo" in sys.modules:   # a compile on a first call lets go of the lock
+            compile_lock.install(self.lock)
         sandbox.install(self.write_roots, self._violation, shared=not self.req.get("isolate"))
         t0 = time.monotonic()
         try:
