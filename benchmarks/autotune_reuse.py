@@ -8,7 +8,12 @@ directory; a table says per step how long its first call took, how many autotune
 ran (inductor's ``AUTOTUNE ... benchmarking takes`` lines) and what the autotune cache file
 gained (new input keys, new choice hashes: a re-benchmark of known inputs under new hashes
 means the choices' keys differ between processes). A step named ``*_nofx`` runs with the FX
-graph cache off, so that only the autotune cache can spare it the benchmarks.
+graph cache off, so that only the autotune cache can spare it the benchmarks. A search step
+keeps its verification work dirs (``keep_workdirs``) and reports, per candidate's child, the
+autotune lines it printed; each step also says which files (inductor's system hash) and which
+precision its new entries went under, and how many choice hashes each new key got: the search's
+child and the user's process tuning one shape apart show up as two files, two precisions or
+twice the choices (session 15: ResNet-18's twelve convolutions tuned again after the search).
 
     PYTHONPATH=. python3 benchmarks/autotune_reuse.py --out DIR [--model convnet|resnet18]
 """
@@ -17,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -78,7 +84,7 @@ def child(step: str, args) -> int:
     if step in ("search", "arbiter"):   # cudal1's search; its arbiter's max-autotune off / on
         from torch_cudal1.backend import cudal1_backend
         opts = {"cache_dir": args.cudal1_cache, "engine": "builtin", "rounds": 2,
-                "time_budget_s": 300.0, "progress": False,
+                "time_budget_s": 300.0, "progress": False, "keep_workdirs": args.kept,
                 "arbitrate_max_autotune": "on" if step == "arbiter" else "off"}
         out["first_call_s"] = first_call(torch.compile(model, backend=cudal1_backend, options=opts), x)
     elif step == "compile_fx":   # the arbiter's own build of max-autotune, without a search
@@ -92,7 +98,9 @@ def child(step: str, args) -> int:
 
 
 def autotune_entries(cache: Path) -> set:
-    """(op, inputs key, precision, choice hash) of every autotune timing inductor kept."""
+    """(op, inputs key, precision, choice hash, file) of every autotune timing inductor kept; the
+    file is named after inductor's system hash (device, CUDA and Triton versions), so a process
+    that computed another hash reads and writes another file."""
     got = set()
     for f in (cache / "cache").glob("*"):
         try:
@@ -102,8 +110,22 @@ def autotune_entries(cache: Path) -> set:
         for op, by_inputs in data.items():
             for inputs, by_prec in by_inputs.items():
                 for prec, by_choice in by_prec.items():
-                    got.update((op, inputs, prec, c) for c in by_choice)
+                    got.update((op, inputs, prec, c, f.name[:12]) for c in by_choice)
     return got
+
+
+def children_autotunes(kept: Path) -> list[dict]:
+    """Per verification work dir a search kept (``keep_workdirs``): whether its candidate is
+    max-autotune's, and the autotune lines its child printed (tunings it did itself)."""
+    rows = []
+    for d in sorted(kept.glob("cudal1-search-*/*")):
+        log, src = d / "child.log", d / "candidate.py"
+        text = log.read_text(errors="replace") if log.exists() else ""
+        rows.append({"dir": d.name,
+                     "max_autotune": "max-autotune" in (src.read_text() if src.exists() else ""),
+                     "autotune_benchmarks": text.count("AUTOTUNE benchmarking takes"),
+                     "autotune_tables": text.count("AUTOTUNE ")})
+    return rows
 
 
 def run_step(step: str, args, inductor_cache: Path, before: set) -> tuple[dict, set]:
@@ -112,8 +134,9 @@ def run_step(step: str, args, inductor_cache: Path, before: set) -> tuple[dict, 
     env.setdefault("CUDAL1_NATIVE", "0")
     if step.endswith("_nofx"):   # inductor's FX graph cache off: only the autotune cache can hit
         env["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
+    kept = Path(tempfile.mkdtemp(prefix="kept-"))   # the search's verification work dirs
     cmd = [sys.executable, __file__, "--child", step.removesuffix("_nofx"), "--model", args.model,
-           "--device", args.device, "--cudal1-cache", args.cudal1_cache or ""]
+           "--device", args.device, "--cudal1-cache", args.cudal1_cache or "", "--kept", str(kept)]
     t0 = time.perf_counter()
     # A session of its own, killed whole on a timeout: a step cut off must not leave its builds or
     # compile workers loading the host for what runs next (session 14 call 4: it did).
@@ -138,14 +161,31 @@ def run_step(step: str, args, inductor_cache: Path, before: set) -> tuple[dict, 
                           for f in Path(args.cudal1_cache).rglob("serve/*.json")]
     after = autotune_entries(inductor_cache)
     new = after - before
-    known_inputs = {(op, inp) for op, inp, _, _ in before}
-    rec["new_input_keys"] = len({(op, inp) for op, inp, _, _ in new} - known_inputs)
-    rec["new_choice_hashes_for_known_inputs"] = sum(1 for op, inp, _, _ in new
+    known_inputs = {(op, inp) for op, inp, *_ in before}
+    rec["new_input_keys"] = len({(op, inp) for op, inp, *_ in new} - known_inputs)
+    rec["new_choice_hashes_for_known_inputs"] = sum(1 for op, inp, *_ in new
                                                     if (op, inp) in known_inputs)
     # the keys themselves (op, input layouts), so that a step that tuned again can be diffed
     # against an earlier one's (autotune_reuse.json)
-    rec["new_keys"] = sorted({f"{op} {inp}" for op, inp, _, _ in new})
+    rec["new_keys"] = sorted({f"{op} {inp}" for op, inp, *_ in new})
+    # where they went: one system-hash file and one precision each, unless two processes of the
+    # step (the search's child, the user's) keyed the same tuning differently
+    rec["new_entries_by_file"] = _count(f for *_, f in new)
+    rec["new_entries_by_precision"] = _count(prec for _, _, prec, _, _ in new)
+    # choice hashes per (op, inputs): twice the usual where both processes tuned it apart
+    per_key = _count((op, inp, prec) for op, inp, prec, _, _ in new)
+    rec["choices_per_new_key"] = sorted(set(per_key.values()))
+    if step.startswith(("search", "arbiter")):
+        rec["children"] = children_autotunes(kept)
+    shutil.rmtree(kept, ignore_errors=True)
     return rec, after
+
+
+def _count(items) -> dict:
+    out: dict = {}
+    for i in items:
+        out[i] = out.get(i, 0) + 1
+    return out
 
 
 SEQUENCES = {
@@ -173,6 +213,7 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default="ABC", help="which sequences of steps to run (letters)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--cudal1-cache", help=argparse.SUPPRESS)
+    ap.add_argument("--kept", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
         return child(args.child, args)

@@ -146,3 +146,27 @@ def test_state_the_verifier_cannot_put_back_is_refused_with_the_reason(tmp_path)
     in_a_list = in_a_list.replace("return self.hidden * 2", "return self.h[0] * 2")
     with pytest.raises(SearchError, match="keeps state across calls"):
         run_search(Task(in_a_list, name="stateful_list"), _stateful_opts(tmp_path), "cpu", key="l")
+
+
+def test_keep_workdirs_leaves_each_candidates_source_and_child_log(tmp_path):
+    """A kernel engineer asking why a candidate was refused (or what the compiler printed) finds
+    its work dir, named after the attempt, under the folder given."""
+    keep = tmp_path / "kept"
+    with FakeLLMServer([{"choices": [answer(WRONG)]}]) as srv:
+        res = run_search(make_task(), _opts(srv.url, tmp_path, rounds=1, samples=1,
+                                            keep_workdirs=str(keep)), "cpu", key="k")
+    res.cleanup()
+    roots = list(keep.glob("cudal1-search-*"))
+    assert len(roots) == 1 and res.workroot == roots[0]
+    wrong = next(a for a in res.attempts if a.candidate.origin == "openai:r1s0")
+    assert wrong.verdict.reason == "mismatch"
+    dirs = sorted(p.name for p in roots[0].iterdir())
+    assert dirs[:2] == ["c000", "c001"], dirs
+    assert WRONG.strip() in (roots[0] / "c001" / "candidate.py").read_text()
+    assert (roots[0] / "c001" / "child.log").exists()
+    # without the option, cleanup leaves nothing
+    with FakeLLMServer([{"choices": [answer(WRONG)]}]) as srv:
+        res = run_search(make_task(), _opts(srv.url, tmp_path, rounds=1, samples=1), "cpu")
+    assert res.workroot.exists()
+    res.cleanup()
+    assert not res.workroot.exists()

@@ -48,6 +48,7 @@ class Options:
     log_level: str = "INFO"          # DEBUG | INFO | WARNING | ERROR
     progress: bool = True            # one line per candidate on stderr
     capture_limit_mb: float = 64.0   # real inputs larger than this are not stored as test vectors
+    keep_workdirs: str | None = None  # keep each search's verification work dirs (candidate source, child log with the compiler's output, builds) in a new folder under this one, instead of deleting them
     parallel_builds: int = field(     # candidates of a round built + verified at once (timing stays serial)
         default_factory=lambda: max(1, min(8, (os.cpu_count() or 2) // 2)))
     # -- cache sharing (cache/, graph_runner) ---------------------------------------------------

@@ -53,6 +53,7 @@ class SearchResult:
     complete: bool = True            # False when the engine failed mid-search (do not cache)
     stop_reason: str = ""
     workroot: Path | None = None     # per-candidate work dirs (build artefacts); caller cleans up
+    keep_workdirs: bool = False      # the ``keep_workdirs`` option: cleanup() leaves them
     winner_dir: Path | None = None
 
     @property
@@ -75,8 +76,13 @@ class SearchResult:
                 "complete": self.complete, "stop_reason": self.stop_reason}
 
     def cleanup(self) -> None:
-        if self.workroot is not None:
-            shutil.rmtree(self.workroot, ignore_errors=True)
+        if self.workroot is None:
+            return
+        if self.keep_workdirs:
+            logger.info("verification work dirs of %s kept in %s (keep_workdirs)", self.key,
+                        self.workroot)
+            return
+        shutil.rmtree(self.workroot, ignore_errors=True)
 
 
 def device_info(device: str) -> dict:
@@ -155,7 +161,11 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
     start = time.monotonic()
     if len(options.baseline_names()) + options.rounds > 1:
         prestart_children()   # the first baseline's child forked too, no second import beside it
-    workroot = Path(tempfile.mkdtemp(prefix="cudal1-search-"))
+    keep = options.keep_workdirs
+    if keep:
+        Path(keep).expanduser().mkdir(parents=True, exist_ok=True)
+    workroot = Path(tempfile.mkdtemp(prefix="cudal1-search-",
+                                     dir=str(Path(keep).expanduser()) if keep else None))
     attempts: list[Attempt] = []
     dirs: dict[int, Path] = {}
     refs: dict[str, float] = {}
@@ -215,7 +225,10 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
             a.speedup_vs_inductor = refs["inductor"] / a.timing.median_ms
     base_ok = [a for a in attempts if a.verdict.accepted]
     if not base_ok:
-        shutil.rmtree(workroot, ignore_errors=True)
+        if keep:   # the child logs say why
+            logger.info("verification work dirs kept in %s (keep_workdirs)", workroot)
+        else:
+            shutil.rmtree(workroot, ignore_errors=True)
         hint = ""
         if any(a.candidate.origin == "baseline:eager" and a.verdict.reason == "nondeterministic"
                for a in attempts):
@@ -304,7 +317,8 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
     result = SearchResult(key=key, winner=winner, attempts=attempts, eager_ms=refs.get("eager"),
                           inductor_ms=refs.get("inductor"), rounds_run=rounds_run,
                           seconds=time.monotonic() - start, complete=complete,
-                          stop_reason=stop_reason, workroot=workroot, winner_dir=dirs[id(winner)])
+                          stop_reason=stop_reason, workroot=workroot, winner_dir=dirs[id(winner)],
+                          keep_workdirs=bool(keep))
     say(f"winner: {winner.candidate.origin} {winner.timing.median_ms:.4f} ms"
         + (f", x{winner.speedup_vs_eager:.2f} over eager" if winner.speedup_vs_eager else "")
         + (f", x{winner.speedup_vs_inductor:.2f} over inductor" if winner.speedup_vs_inductor else "")
