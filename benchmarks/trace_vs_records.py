@@ -1,11 +1,14 @@
-"""Which KernelBench records were searched without the task's graph: each task of the data file is
-traced on the CPU, one at a time, and what the built-in engine would propose from the graph
-(rewrites that fire, the max-autotune candidate) is compared with the attempts of its latest
-record. A record that lacks them lost its graph on the device (a trace that failed there).
+"""Which KernelBench records were searched without candidates the built-in engine proposes now:
+each task of the data file is traced on the CPU, one at a time, and the candidate families the
+engine would propose on a GPU from the graph (rewrites that fire, max-autotune, TF32 products,
+cuDNN autotuning) are compared with the attempts of its latest record. A record that lacks one
+was searched before that family existed, or lost its graph on the device (a trace that failed
+there); either way its figure is stale until the task runs again.
 
     PYTHONPATH=. python3 benchmarks/trace_vs_records.py [--results R/results.jsonl] [--data D]
 
-prints one JSON line per task, resumable through --out (a jsonl it appends to).
+prints one JSON line per task, resumable through --out (a jsonl it appends to), then per family
+the stale tasks and one ``--ids`` list of them all, the slowest (by eager time) first.
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from torch_cudal1.engines.builtin import max_autotune  # noqa: E402
+from torch_cudal1.engines.builtin import cudnn_benchmark, max_autotune, tf32  # noqa: E402
 from torch_cudal1.graph.trace import trace_task  # noqa: E402
 from torch_cudal1.rewrites import apply_rewrites  # noqa: E402
 from torch_cudal1.task import Task  # noqa: E402
@@ -37,7 +40,9 @@ def check(row: dict, rec: dict) -> dict:
     try:
         traced = trace_task(Task(source=row["ref_code"], name=rec["id"]), "cpu")
         out.update(fired=list(apply_rewrites(traced.gm).fired),
-                   tunable=max_autotune.has_tunable_ops(traced.gm))
+                   tunable=max_autotune.has_tunable_ops(traced.gm),
+                   fp32_products=tf32.has_fp32_products(traced.gm),
+                   convolutions=cudnn_benchmark.has_convolutions(traced.gm))
     except Exception as e:  # noqa: BLE001 - an untraceable task is a finding, not a failure
         out["error"] = f"{type(e).__name__}: {str(e)[:150]}"
     finally:
@@ -45,7 +50,22 @@ def check(row: dict, rec: dict) -> dict:
     origins = [a["origin"] for a in rec.get("attempts", [])]
     out["rec_rewrite"] = any("rewrite" in o for o in origins)
     out["rec_max_autotune"] = any("max-autotune" in o for o in origins)
+    out["rec_tf32"] = any("tf32" in o for o in origins)
+    out["rec_cudnn_benchmark"] = any("cudnn-benchmark" in o for o in origins)
+    out["eager_ms"] = rec.get("eager_ms")
     return out
+
+
+# family: (what the graph has that makes the engine propose it, what the record's attempts show)
+FAMILIES = {"rewrite": ("fired", "rec_rewrite"), "max-autotune": ("tunable", "rec_max_autotune"),
+            "tf32": ("fp32_products", "rec_tf32"),
+            "cudnn-benchmark": ("convolutions", "rec_cudnn_benchmark")}
+
+
+def stale(found: list[dict]) -> dict[str, list[str]]:
+    """Per family, the tasks whose graph gets it now and whose record never tried it."""
+    return {fam: [r["id"] for r in found if r.get(has) and has in r and not r.get(tried)]
+            for fam, (has, tried) in FAMILIES.items()}
 
 
 def main(argv=None) -> int:
@@ -72,8 +92,12 @@ def main(argv=None) -> int:
             print(json.dumps(res), flush=True)
             f.write(json.dumps(res) + "\n")
     found = [json.loads(x) for x in out.read_text().splitlines()]
-    lost = [r["id"] for r in found if r.get("fired") and not r["rec_rewrite"]]
-    print("rewrites fire here but not in the record:", ", ".join(lost) or "none")
+    by_family = stale(found)
+    for fam, ids in by_family.items():
+        print(f"{fam}: proposed now, never tried in the record ({len(ids)}):", ", ".join(ids) or "none")
+    eager = {r["id"]: r.get("eager_ms") or 0.0 for r in found}
+    ids = sorted({i for v in by_family.values() for i in v}, key=lambda i: -eager[i])
+    print(f"IDS={','.join(ids)}")
     return 0
 
 

@@ -71,8 +71,11 @@ def install(lock):
             return
         stats["compiles"] += 1
         if "torch._inductor" in sys.modules:   # inductor is the backend: its benchmarks
-            import torch._inductor.runtime.benchmarking  # noqa: F401
-            _wrap_benchmarker(lock, undo)
+            try:
+                import torch._inductor.runtime.benchmarking  # noqa: F401
+                _wrap_benchmarker(lock, undo)
+            except Exception:  # noqa: BLE001 - a compile must not fail over the lock
+                pass
         lock.suspend()
 
     def end(*args) -> None:

@@ -1,0 +1,55 @@
+"""benchmarks/trace_vs_records.py: which records miss candidate families the engine proposes now
+(so their figures are stale until the task runs again)."""
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import trace_vs_records  # noqa: E402
+
+LINEAR = '''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 8)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+
+def get_inputs():
+    return [torch.randn(4, 16)]
+
+def get_init_inputs():
+    return []
+'''
+CONV = LINEAR.replace("nn.Linear(16, 8)", "nn.Conv2d(3, 4, 3)").replace(
+    "torch.randn(4, 16)", "torch.randn(2, 3, 8, 8)")
+
+
+def test_records_without_a_family_the_graph_gets_now_are_listed(tmp_path, capsys):
+    data = tmp_path / "data.jsonl"
+    data.write_text("\n".join(json.dumps({"level_id": 1, "task_id": i, "ref_code": src})
+                              for i, src in ((1, LINEAR), (2, CONV))) + "\n")
+    recs = [{"id": "L1_1", "status": "ok", "eager_ms": 0.5,   # searched before TF32 existed
+             "attempts": [{"origin": "baseline:eager"}, {"origin": "builtin:inductor-max-autotune"}]},
+            {"id": "L1_2", "status": "ok", "eager_ms": 2.0,   # before cuDNN autotuning
+             "attempts": [{"origin": "baseline:eager"}, {"origin": "builtin:inductor-max-autotune"}]},
+            {"id": "L1_2", "status": "ok", "eager_ms": 2.0,   # its latest record has it
+             "attempts": [{"origin": "builtin:inductor-max-autotune"},
+                          {"origin": "builtin:cudnn-benchmark+inductor"}]}]
+    results = tmp_path / "results.jsonl"
+    results.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    out = tmp_path / "found.jsonl"
+    assert trace_vs_records.main(["--results", str(results), "--data", str(data),
+                                  "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    found = {json.loads(x)["id"]: json.loads(x) for x in out.read_text().splitlines()}
+    assert found["L1_1"]["fp32_products"] and not found["L1_1"]["convolutions"]
+    assert found["L1_2"]["convolutions"] and not found["L1_2"]["fp32_products"]
+    assert trace_vs_records.stale(list(found.values())) == {
+        "rewrite": [], "max-autotune": [], "tf32": ["L1_1"], "cudnn-benchmark": []}
+    assert "tf32: proposed now, never tried in the record (1): L1_1" in text
+    assert "IDS=L1_1\n" in text
