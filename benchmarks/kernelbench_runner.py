@@ -395,6 +395,11 @@ def write_markdown(records: list[dict], summary: dict, ceilings: dict, path: Pat
             L += ["", f"Timed on the Python loop, not the native clock: {at['python_clock']} of the "
                   f"{at['measured']} tasks (the loop's own host time sits inside their launch-bound "
                   "samples; build the helpers with `cudal1 bench --native` first)."]
+        if at.get("stale"):
+            L += ["", f"Searched without a candidate family the built-in engine proposes from their "
+                  f"graph now: {at['stale']} of the {at['measured']} tasks (mostly searched before "
+                  "it existed; `benchmarks/trace_vs_records.py` lists them). Their figures are an "
+                  "older engine's until they run again."]
     L += ["", "Replayed CUDA-L1 solutions rejected by the verifier: "
           + ", ".join(f"{k}: {v['replay_rejected']}" for k, v in summary.items()), "",
           "| task | eager ms | inductor ms | cudal1 builtin ms | winner | cudal1 replay ms | replay verdict "
@@ -548,12 +553,34 @@ def _with_builtin_in_replay(r: dict) -> dict:
     return r
 
 
+# What the built-in engine proposes from each task's graph (benchmarks/trace_vs_records.py, on CPU)
+GRAPH_TRACES = ROOT / "benchmarks" / "results" / "trace_vs_records_cpu.jsonl"
+
+
+def stale_records(records: list[dict], traces: Path = GRAPH_TRACES) -> int | None:
+    """How many records lack a candidate family the engine proposes from their graph now
+    (searched before it existed): the graph's side from the traces, the attempts from each record
+    as it is, so a task run again leaves the count. None without traces."""
+    if not traces.exists():
+        return None
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import trace_vs_records
+    graphs = {}
+    for line in traces.read_text().splitlines():
+        g = json.loads(line)
+        graphs[g["id"]] = g
+    rows = [dict(graphs[r["id"]], **trace_vs_records.tried(r)) for r in records
+            if r.get("status") == "ok" and r["id"] in graphs]
+    return len({i for ids in trace_vs_records.stale(rows).values() for i in ids})
+
+
 def write_summary(rows: list[dict], results: Path, ceilings: dict, out: Path, total: int) -> dict:
     done = read_results(results)
     selected = [_with_builtin_in_replay(done[r["id"]]) for r in rows if r["id"] in done]
     summary = summarize(selected)
     if total:
         summary["overall"]["all_tasks"] = all_tasks_geomean(selected, total)
+        summary["overall"]["all_tasks"]["stale"] = stale_records(selected)
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     write_markdown(selected, summary, ceilings, out / "summary.md")
     write_solutions(selected, out / "solutions.md")

@@ -47,13 +47,18 @@ def check(row: dict, rec: dict) -> dict:
         out["error"] = f"{type(e).__name__}: {str(e)[:150]}"
     finally:
         signal.alarm(0)
-    origins = [a["origin"] for a in rec.get("attempts", [])]
-    out["rec_rewrite"] = any("rewrite" in o for o in origins)
-    out["rec_max_autotune"] = any("max-autotune" in o for o in origins)
-    out["rec_tf32"] = any("tf32" in o for o in origins)
-    out["rec_cudnn_benchmark"] = any("cudnn-benchmark" in o for o in origins)
+    out.update(tried(rec))
     out["eager_ms"] = rec.get("eager_ms")
     return out
+
+
+def tried(rec: dict) -> dict:
+    """Which candidate families the record's attempts include."""
+    origins = [str(a.get("origin")) for a in rec.get("attempts") or []]
+    return {"rec_rewrite": any("rewrite" in o for o in origins),
+            "rec_max_autotune": any("max-autotune" in o for o in origins),
+            "rec_tf32": any("tf32" in o for o in origins),
+            "rec_cudnn_benchmark": any("cudnn-benchmark" in o for o in origins)}
 
 
 # family: (what the graph has that makes the engine propose it, what the record's attempts show)

@@ -53,3 +53,20 @@ def test_records_without_a_family_the_graph_gets_now_are_listed(tmp_path, capsys
         "rewrite": [], "max-autotune": [], "tf32": ["L1_1"], "cudnn-benchmark": []}
     assert "tf32: proposed now, never tried in the record (1): L1_1" in text
     assert "IDS=L1_1\n" in text
+
+
+def test_the_runner_summary_counts_stale_records_from_the_records_as_they_are_now(tmp_path):
+    """The traces say what each graph gets; the records say what was tried. A task run again
+    with the family leaves the count."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import kernelbench_runner as kb
+    traces = tmp_path / "traces.jsonl"
+    traces.write_text(json.dumps({"id": "L1_1", "fired": [], "tunable": True,
+                                  "fp32_products": True, "convolutions": False}) + "\n")
+    old = {"id": "L1_1", "status": "ok",
+           "attempts": [{"origin": "baseline:eager"}, {"origin": "builtin:inductor-max-autotune"}]}
+    new = dict(old, attempts=old["attempts"] + [{"origin": "builtin:tf32+inductor"}])
+    assert kb.stale_records([old], traces) == 1
+    assert kb.stale_records([new], traces) == 0
+    assert kb.stale_records([dict(old, id="L9_9")], traces) == 0   # no trace: not counted
+    assert kb.stale_records([old], tmp_path / "absent.jsonl") is None
