@@ -11,7 +11,9 @@
 #                                 MAX_AUTOTUNE=1 / REDUCE_OVERHEAD=1 / PLAIN=1 as in device_x2.sh;
 #                                 SKIP_CUDAL1=1: the baselines and torch.compile modes alone
 #   IDS=L1_40,... (AGAIN=1)       the KernelBench runner on those tasks (RUNNER=1: on every task
-#                                 without a record; RETRY=1 also reruns harness failures); JOBS
+#                                 without a record; RETRY=1 also reruns harness failures; STALE=1:
+#                                 the records that lack a candidate family the engine proposes
+#                                 now, slowest first, as benchmarks/trace_vs_records.py finds); JOBS
 #                                 tasks in flight (default 4); verifier children forked from the
 #                                 fork-server template (FORK=1, the default, waits for it; auto,
 #                                 the product's default, forks once it is up; 0 never: sessions
@@ -42,7 +44,7 @@ rm -f $R/kernelbench/claims-*.txt   # a queue left by an earlier call would hide
 # minute or two, and a real model timed meanwhile had its host-bound variants slowed (session 14
 # call 2: inductor 1.41-1.64 ms in the CUDA-graph modes' process against 1.07-1.14 later, which
 # made torch.compile's modes look 0.68 of inductor).
-if [ -n "${GPU_TESTS:-}${SCRIPTS:-}${IDS:-}${RUNNER:-}${RETRY:-}" ]; then
+if [ -n "${GPU_TESTS:-}${SCRIPTS:-}${IDS:-}${RUNNER:-}${RETRY:-}${STALE:-}" ]; then
   ( CUDAL1_NATIVE=1 timeout 240 taskset -c $WORK python3 -c "from torch_cudal1.bench import native; print(native.build())" \
       > $W/native_build.log 2>&1; touch $W/native_done ) &
 else
@@ -83,14 +85,14 @@ if [ -n "${MODELS:-}" ]; then
   cat $d/real_models.md
 fi
 
-if [ -n "${IDS:-}${RUNNER:-}${RETRY:-}" ]; then
+if [ -n "${IDS:-}${RUNNER:-}${RETRY:-}${STALE:-}" ]; then
   while [ ! -f $W/native_done ] && [ $(left) -gt 120 ]; do sleep 2; done
   secs=$(( $(left) - 30 )); load runner
   TORCHINDUCTOR_COMPILE_THREADS=2 CUDAL1_VERIFY_FORKSERVER=${FORK:-1} \
     CUDAL1_TIMING_CPUS=$T CUDAL1_WORK_CPUS=$WORK timeout -s TERM $secs \
     python3 benchmarks/kernelbench_runner.py --data $CUDAL1_KERNELBENCH --device cuda ${ORDER---interleave} \
       --claim one --jobs ${JOBS:-4} --task-timeout 400 --max-seconds $(( secs - 120 )) \
-      ${RETRY:+--retry-failed} ${IDS:+--ids $IDS} ${AGAIN:+--again} \
+      ${RETRY:+--retry-failed} ${IDS:+--ids $IDS} ${AGAIN:+--again} ${STALE:+--stale} \
       --out $R/kernelbench > $W/runner.log 2>&1
   python3 benchmarks/kernelbench_runner.py --data $CUDAL1_KERNELBENCH --device cuda \
     --summary-only --out $R/kernelbench > $W/runner_summary.log 2>&1

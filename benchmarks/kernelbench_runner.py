@@ -557,10 +557,10 @@ def _with_builtin_in_replay(r: dict) -> dict:
 GRAPH_TRACES = ROOT / "benchmarks" / "results" / "trace_vs_records_cpu.jsonl"
 
 
-def stale_records(records: list[dict], traces: Path = GRAPH_TRACES) -> int | None:
-    """How many records lack a candidate family the engine proposes from their graph now
-    (searched before it existed): the graph's side from the traces, the attempts from each record
-    as it is, so a task run again leaves the count. None without traces."""
+def stale_ids(records: list[dict], traces: Path = GRAPH_TRACES) -> list[str] | None:
+    """The records that lack a candidate family the engine proposes from their graph now
+    (searched before it existed), the slowest (eager) first: the graph's side from the traces,
+    the attempts from each record as it is, so a task run again drops out. None without traces."""
     if not traces.exists():
         return None
     sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -569,9 +569,16 @@ def stale_records(records: list[dict], traces: Path = GRAPH_TRACES) -> int | Non
     for line in traces.read_text().splitlines():
         g = json.loads(line)
         graphs[g["id"]] = g
-    rows = [dict(graphs[r["id"]], **trace_vs_records.tried(r)) for r in records
-            if r.get("status") == "ok" and r["id"] in graphs]
-    return len({i for ids in trace_vs_records.stale(rows).values() for i in ids})
+    ok = {r["id"]: r for r in records if r.get("status") == "ok" and r["id"] in graphs}
+    rows = [dict(graphs[i], **trace_vs_records.tried(r)) for i, r in ok.items()]
+    ids = {i for found in trace_vs_records.stale(rows).values() for i in found}
+    return sorted(ids, key=lambda i: -(ok[i].get("eager_ms") or 0.0))
+
+
+def stale_records(records: list[dict], traces: Path = GRAPH_TRACES) -> int | None:
+    """How many records ``stale_ids`` finds (None without traces)."""
+    ids = stale_ids(records, traces)
+    return None if ids is None else len(ids)
 
 
 def write_summary(rows: list[dict], results: Path, ceilings: dict, out: Path, total: int) -> dict:
@@ -621,6 +628,10 @@ def main(argv=None) -> int:
     ap.add_argument("--max-seconds", type=float, default=0,
                     help="start no new task after this long (resume with another run)")
     ap.add_argument("--summary-only", action="store_true", help="rewrite the summary and stop")
+    ap.add_argument("--stale", action="store_true",
+                    help="the selected tasks whose records lack a candidate family the built-in "
+                         "engine proposes from their graph now (benchmarks/trace_vs_records.py), "
+                         "slowest first, run again; a task leaves the list once its record has it")
     ap.add_argument("--again", action="store_true",
                     help="run the selected tasks (use with --ids) even where they have records: "
                          "after a change to the engine; the new record supersedes the old")
@@ -661,6 +672,10 @@ def main(argv=None) -> int:
             summary = write_summary(rows, results, ceilings, out, args.total_tasks)
         print((out / "summary.md").read_text())
         return 1 if any(v["incorrect"] for v in summary.values()) else 0
+    if args.stale:   # run again, slowest first, what the engine has candidates for that it never tried
+        stale = stale_ids(list(read_results(results).values())) or []
+        rows = sorted((r for r in rows if r["id"] in stale), key=lambda r: stale.index(r["id"]))
+        args.again = True
     mine = _shard(rows, args.shard)
     if args.device.startswith("cuda") and not args.python_clock:
         print(native_clock_note(), flush=True)

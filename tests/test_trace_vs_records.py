@@ -70,3 +70,10 @@ def test_the_runner_summary_counts_stale_records_from_the_records_as_they_are_no
     assert kb.stale_records([new], traces) == 0
     assert kb.stale_records([dict(old, id="L9_9")], traces) == 0   # no trace: not counted
     assert kb.stale_records([old], tmp_path / "absent.jsonl") is None
+    # --stale runs them again slowest first
+    traces.write_text(traces.read_text() + json.dumps(
+        {"id": "L1_2", "fired": [], "tunable": True, "fp32_products": True,
+         "convolutions": False}) + "\n")
+    slow = dict(old, id="L1_2", eager_ms=3.0)
+    assert kb.stale_ids([dict(old, eager_ms=1.0), slow, dict(new, id="L1_3")], traces) == \
+        ["L1_2", "L1_1"]

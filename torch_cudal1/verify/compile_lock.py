@@ -5,7 +5,7 @@ candidate's first call is where torch.compile builds it: max-autotune spends min
 mostly compiling every Triton choice on the CPU. Held through that, the lock kept every other
 process's timing waiting and, the turnstile giving timings preference, every other verification
 behind them: in session 15's KernelBench run one task's max-autotune build (L3_18, cut off at
-240 s) kept three other tasks' timings waiting 285 s each. So while Dynamo compiles, the child
+300 s) kept three other tasks' timings waiting 285 s each. So while Dynamo compiles, the child
 holds nothing; the device work a compile does, inductor's autotune benchmarks, takes the lock
 shared one benchmark at a time. A timing then waits for one benchmark, never for a whole build,
 and no benchmark runs during another process's timing.
