@@ -49,6 +49,7 @@ def check(row: dict, rec: dict) -> dict:
         signal.alarm(0)
     out.update(tried(rec))
     out["eager_ms"] = rec.get("eager_ms")
+    out["record_seconds"] = rec.get("seconds")   # which record this compared (see stale_ids)
     return out
 
 

@@ -77,3 +77,9 @@ def test_the_runner_summary_counts_stale_records_from_the_records_as_they_are_no
     slow = dict(old, id="L1_2", eager_ms=3.0)
     assert kb.stale_ids([dict(old, eager_ms=1.0), slow, dict(new, id="L1_3")], traces) == \
         ["L1_2", "L1_1"]
+    # traced against a record that has been replaced since: the engine as it is searched the task
+    # and did not propose the family on the device (an RNN is one cuDNN call there): not stale
+    traces.write_text(json.dumps({"id": "L1_1", "fired": [], "tunable": True, "fp32_products": True,
+                                  "convolutions": False, "record_seconds": 50.0}) + "\n")
+    assert kb.stale_ids([dict(old, seconds=50.0)], traces) == ["L1_1"]
+    assert kb.stale_ids([dict(old, seconds=61.5)], traces) == []
