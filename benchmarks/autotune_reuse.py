@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -170,22 +171,16 @@ def run_step(step: str, args, inductor_cache: Path, before: set) -> tuple[dict, 
     rec["new_keys"] = sorted({f"{op} {inp}" for op, inp, *_ in new})
     # where they went: one system-hash file and one precision each, unless two processes of the
     # step (the search's child, the user's) keyed the same tuning differently
-    rec["new_entries_by_file"] = _count(f for *_, f in new)
-    rec["new_entries_by_precision"] = _count(prec for _, _, prec, _, _ in new)
+    rec["new_entries_by_file"] = dict(Counter(f for *_, f in new))
+    rec["new_entries_by_precision"] = dict(Counter(prec for _, _, prec, _, _ in new))
     # choice hashes per (op, inputs): twice the usual where both processes tuned it apart
-    per_key = _count((op, inp, prec) for op, inp, prec, _, _ in new)
+    per_key = Counter((op, inp, prec) for op, inp, prec, _, _ in new)
     rec["choices_per_new_key"] = sorted(set(per_key.values()))
     if step.startswith(("search", "arbiter")):
         rec["children"] = children_autotunes(kept)
     shutil.rmtree(kept, ignore_errors=True)
     return rec, after
 
-
-def _count(items) -> dict:
-    out: dict = {}
-    for i in items:
-        out[i] = out.get(i, 0) + 1
-    return out
 
 
 SEQUENCES = {

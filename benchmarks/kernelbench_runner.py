@@ -564,7 +564,8 @@ def stale_ids(records: list[dict], traces: Path = GRAPH_TRACES) -> list[str] | N
     has the family or not. None without traces."""
     if not traces.exists():
         return None
-    sys.path.insert(0, str(ROOT / "benchmarks"))
+    if str(ROOT / "benchmarks") not in sys.path:   # called once per finished task
+        sys.path.insert(0, str(ROOT / "benchmarks"))
     import trace_vs_records
     graphs = {}
     for line in traces.read_text().splitlines():
