@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from torch_cudal1.engines.builtin import cudnn_benchmark, max_autotune, tf32  # noqa: E402
 from torch_cudal1.graph.trace import trace_task  # noqa: E402
+from torch_cudal1.options import Options  # noqa: E402
 from torch_cudal1.rewrites import apply_rewrites  # noqa: E402
 from torch_cudal1.task import Task  # noqa: E402
 
@@ -39,8 +40,10 @@ def check(row: dict, rec: dict) -> dict:
     signal.alarm(60)
     try:
         traced = trace_task(Task(source=row["ref_code"], name=rec["id"]), "cpu")
-        out.update(fired=list(apply_rewrites(traced.gm).fired),
-                   tunable=max_autotune.has_tunable_ops(traced.gm),
+        shapes = max_autotune.tuned_shapes(traced.gm)   # too many: not proposed (auto)
+        out.update(fired=list(apply_rewrites(traced.gm).fired), tuned_shapes=shapes,
+                   tunable=max_autotune.has_tunable_ops(traced.gm) and not max_autotune.over_budget(
+                       "auto", shapes, Options().verify_timeout_s),
                    fp32_products=tf32.has_fp32_products(traced.gm),
                    convolutions=cudnn_benchmark.has_convolutions(traced.gm))
     except Exception as e:  # noqa: BLE001 - an untraceable task is a finding, not a failure

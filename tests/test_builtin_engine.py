@@ -261,6 +261,64 @@ def test_max_autotune_is_a_candidate_on_gpus_for_graphs_it_tunes(monkeypatch):
     assert "builtin:inductor-max-autotune" in origins(ELEMENTWISE, "cpu", max_autotune="on")
 
 
+CONV_TOWER = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """{n} convolutions of distinct widths (each a shape to tune), then the same {n} again (not)."""
+    def __init__(self):
+        super().__init__()
+        widths = [4 + k for k in range({n} + 1)]
+        self.convs = nn.ModuleList(nn.Conv2d(a, b, 3, padding=1) for a, b in zip(widths, widths[1:]))
+        self.dilated = nn.Conv2d(widths[-1], widths[-1], 3, padding=2, dilation=2)   # no template
+        self.up = nn.ConvTranspose2d(widths[-1], 4, 2, stride=2)                    # no template
+
+    def forward(self, x):
+        for _ in range(2):
+            y = x
+            for conv in self.convs:
+                y = torch.relu(conv(y))
+        return self.up(self.dilated(y))
+
+
+def get_inputs():
+    return [torch.randn(1, 4, 8, 8)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_max_autotune_is_left_out_where_tuning_would_outlast_the_verification_limit(monkeypatch,
+                                                                                   caplog):
+    """Each distinct product/convolution shape costs seconds of tuning; where they add up past one
+    verification's time limit the attempt could only time out (KernelBench's graphs with 18 to 103
+    shapes all did), so ``auto`` does not propose it and says why; ``on`` still does, and a longer
+    limit lets it in."""
+    from torch_cudal1.engines.builtin import max_autotune
+    from torch_cudal1.graph import trace
+    real = trace.trace_task
+    monkeypatch.setattr(trace, "trace_task", lambda task, device: real(task, "cpu"))
+    small, large = CONV_TOWER.format(n=3), CONV_TOWER.format(n=20)
+    assert max_autotune.tuned_shapes(real(Task(small), "cpu").gm) == 3
+    assert max_autotune.tuned_shapes(real(Task(large), "cpu").gm) == 20
+
+    def origins(src, **opts):
+        cands = BuiltinEngine(Options.resolve(opts)).propose(Task(src, name="tower"), [],
+                                                             _ctx(1, "cuda"))
+        return {c.origin for c in cands if "max-autotune" in c.origin}
+    tuned = {"builtin:inductor-max-autotune"}
+    assert origins(small) == tuned
+    with caplog.at_level("INFO", logger="torch_cudal1"):
+        assert origins(large) == set()
+    assert "no max-autotune candidates for tower: 20 matrix-product/convolution shapes" in caplog.text
+    assert origins(large, max_autotune="on") == tuned
+    assert origins(large, verify_timeout_s=20 * max_autotune.SECONDS_PER_SHAPE) == tuned
+
+
 def test_the_max_autotune_candidate_is_verified_like_any_other():
     (c,) = BuiltinEngine(Options.resolve({"max_autotune": "on"})).propose(Task(PLAIN), [], _ctx())
     assert 'mode="max-autotune-no-cudagraphs"' in c.source

@@ -15,7 +15,8 @@ Round 1 proposes what the task's own graph allows:
 * ``builtin:inductor-max-autotune`` — the reference through inductor's max-autotune: Triton
   templates for its matrix products and convolutions, epilogues fused, and reductions' block
   sizes, all tuned on this device (option ``max_autotune``: by default on a GPU for graphs with
-  such ops).
+  such ops, unless they have more distinct product/convolution shapes than one verification's
+  time limit can tune).
 * ``builtin:tf32``, ``builtin:tf32+inductor``, ``builtin:tf32+inductor-max-autotune`` and, where
   rewrites fired, ``builtin:rewrite(...)+inductor+tf32`` — the same with float32 matrix products
   on TF32 tensor cores, for that module's calls only (option ``tf32``: by default on a GPU for
@@ -51,6 +52,7 @@ class BuiltinEngine(Engine):
         self.options = options
         self._proposed: set[str] = set()
         self._tunable = False   # the task's graph has products, convolutions or reductions
+        self._tuned_shapes = 0  # ... and how many distinct product / convolution shapes to tune
         self._fp32_products = False   # ... float32 matrix products
         self._convolutions = False    # ... convolutions
 
@@ -61,6 +63,7 @@ class BuiltinEngine(Engine):
         try:
             traced = trace_task(task, ctx.device)
             self._tunable = max_autotune.has_tunable_ops(traced.gm)
+            self._tuned_shapes = max_autotune.tuned_shapes(traced.gm)
             self._fp32_products = tf32.has_fp32_products(traced.gm)
             self._convolutions = cudnn_benchmark.has_convolutions(traced.gm)
             results = [apply_rewrites(traced.gm)]
@@ -135,6 +138,13 @@ class BuiltinEngine(Engine):
         setting = getattr(self.options, "max_autotune", "auto")
         measured = self.options.baseline_names() if self.options is not None else []
         tuned = max_autotune.enabled(setting, ctx.device, self._tunable)
+        timeout_s = getattr(self.options, "verify_timeout_s", 300.0)
+        if tuned and max_autotune.over_budget(setting, self._tuned_shapes, timeout_s):
+            logger.info("builtin: no max-autotune candidates for %s: %d matrix-product/convolution "
+                        "shapes to tune would take about %.0f s, over the %.0f s verification "
+                        "limit (max_autotune='on' tries anyway)", task.name, self._tuned_shapes,
+                        self._tuned_shapes * max_autotune.SECONDS_PER_SHAPE, timeout_s)
+            tuned = False
         if tuned and "inductor-max-autotune" not in measured:
             base = baseline_candidate(task, "inductor-max-autotune")
             cands.append(Candidate(base.source, "builtin:inductor-max-autotune"))

@@ -24,6 +24,34 @@ _REDUCTIONS = {"sum", "mean", "amax", "amin", "max", "min", "prod", "var", "var_
                "_native_batch_norm_legit_no_training", "linalg_vector_norm", "norm", "cumsum",
                "argmax", "argmin"}
 _TUNED = _TEMPLATED | _REDUCTIONS
+# Tuning one shape: about 13 s on a quiet H200 host (ResNet-18's twelve convolutions took 155 s in
+# session 15), more beside other searches. On KernelBench's H200 records every graph with up to 12
+# shapes verified in time; all five with 18 to 103 ran past the 300 s verification limit
+# (benchmarks/autotune_cost.py).
+SECONDS_PER_SHAPE = 20.0
+_CONVOLUTIONS = {"convolution", "_convolution"}   # args: x, w, bias, stride, padding, dilation, transposed
+
+
+def tuned_shapes(gm: torch.fx.GraphModule) -> int:
+    """How many distinct matrix products and convolutions (op, argument shapes and dtypes) the
+    graph has that max-autotune benchmarks its templates for: each is tuned once per process, and
+    each costs seconds to tens of seconds (its Triton choices compiled and timed)."""
+    seen = set()
+    for node in gm.graph.nodes:
+        name = op_name(node)
+        if name not in _TEMPLATED:
+            continue
+        if name in _CONVOLUTIONS and (node.args[6] or any(d != 1 for d in node.args[5])):
+            continue   # transposed or dilated: inductor has no template for them, cuDNN runs it
+        seen.add((name, tuple(_signature(a) for a in node.args)))
+    return len(seen)
+
+
+def _signature(arg):
+    val = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+    if isinstance(val, torch.Tensor):
+        return tuple(val.shape), str(val.dtype)
+    return repr(arg)
 
 
 def has_tunable_ops(gm: torch.fx.GraphModule) -> bool:
@@ -37,3 +65,10 @@ def enabled(setting: str, device: str, tunable: bool) -> bool:
     if setting == "auto":
         return str(device).startswith("cuda") and tunable
     return setting == "on"
+
+
+def over_budget(setting: str, shapes: int, timeout_s: float) -> bool:
+    """``auto`` leaves max-autotune out where tuning ``shapes`` would not fit in one verification's
+    ``timeout_s``: the attempt would only time out, its minutes of compiling lost (``on`` still
+    tries)."""
+    return setting == "auto" and shapes * SECONDS_PER_SHAPE > timeout_s
