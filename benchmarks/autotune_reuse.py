@@ -158,8 +158,9 @@ def run_step(step: str, args, inductor_cache: Path, before: set) -> tuple[dict, 
         rec["error"] = (f"timed out after {args.step_timeout:.0f} s; " if timed_out else "") \
             + (err or out)[-800:]
     if step in ("search", "arbiter"):   # what the arbiter timed (its max-autotune build among them?)
-        rec["arbiter"] = [json.loads(f.read_text()).get("considered")
-                          for f in Path(args.cudal1_cache).rglob("serve/*.json")]
+        rec["arbiter"] = [{k: d.get(k) for k in ("winner_origin", "considered", "choice")}
+                          for f in Path(args.cudal1_cache).rglob("serve/*.json")
+                          for d in [json.loads(f.read_text())]]
     after = autotune_entries(inductor_cache)
     new = after - before
     known_inputs = {(op, inp) for op, inp, *_ in before}
@@ -196,6 +197,9 @@ SEQUENCES = {
     # the ATen graph carry to the user's graph? (session 14: ResNet-18's arbiter tuned twelve
     # convolutions again, the convnet's none)
     "D": ("search", "compile_fx"),
+    # cudal1's search with the arbiter's max-autotune forced on, alone: does the user's process
+    # tune what the search's children tuned (session 15: its counters showed twelve autotunes)?
+    "E": ("arbiter",),
 }
 
 

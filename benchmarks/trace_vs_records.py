@@ -3,7 +3,8 @@ each task of the data file is traced on the CPU, one at a time, and the candidat
 engine would propose on a GPU from the graph (rewrites that fire, max-autotune, TF32 products,
 cuDNN autotuning) are compared with the attempts of its latest record. A record that lacks one
 was searched before that family existed, or lost its graph on the device (a trace that failed
-there); either way its figure is stale until the task runs again.
+there); either way its figure is stale until the task runs again. Models with recurrent layers
+are traced but never called stale: on a GPU their graph is another (one cuDNN call per layer).
 
     PYTHONPATH=. python3 benchmarks/trace_vs_records.py [--results R/results.jsonl] [--data D]
 
@@ -18,6 +19,8 @@ import signal
 import sys
 from pathlib import Path
 
+import torch
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -25,7 +28,7 @@ from torch_cudal1.engines.builtin import cudnn_benchmark, max_autotune, tf32  # 
 from torch_cudal1.graph.trace import trace_task  # noqa: E402
 from torch_cudal1.options import Options  # noqa: E402
 from torch_cudal1.rewrites import apply_rewrites  # noqa: E402
-from torch_cudal1.task import Task  # noqa: E402
+from torch_cudal1.task import Task, load_source  # noqa: E402
 
 
 def _alarm(*_):
@@ -46,6 +49,7 @@ def check(row: dict, rec: dict) -> dict:
                        "auto", shapes, Options().verify_timeout_s),
                    fp32_products=tf32.has_fp32_products(traced.gm),
                    convolutions=cudnn_benchmark.has_convolutions(traced.gm))
+        out["recurrent"] = has_recurrent_modules(row["ref_code"], rec["id"])
     except Exception as e:  # noqa: BLE001 - an untraceable task is a finding, not a failure
         out["error"] = f"{type(e).__name__}: {str(e)[:150]}"
     finally:
@@ -54,6 +58,16 @@ def check(row: dict, rec: dict) -> dict:
     out["eager_ms"] = rec.get("eager_ms")
     out["record_seconds"] = rec.get("seconds")   # which record this compared (see stale_ids)
     return out
+
+
+def has_recurrent_modules(source: str, name: str) -> bool:
+    """Whether the task's model has RNN/LSTM/GRU layers: on the CPU they trace to matrix products
+    and pointwise ops, on a GPU to one cuDNN call each, so what the engine proposes there (no
+    rewrites, TF32 products or max-autotune templates) cannot be read off this trace."""
+    mod = load_source(source, "cudal1_trace_vs_records_" + name)
+    torch.manual_seed(0)
+    model = mod.Model(*mod.get_init_inputs())
+    return any(isinstance(m, torch.nn.RNNBase) for m in model.modules())
 
 
 def tried(rec: dict) -> dict:
@@ -73,7 +87,8 @@ FAMILIES = {"rewrite": ("fired", "rec_rewrite"), "max-autotune": ("tunable", "re
 
 def stale(found: list[dict]) -> dict[str, list[str]]:
     """Per family, the tasks whose graph gets it now and whose record never tried it."""
-    return {fam: [r["id"] for r in found if r.get(has) and has in r and not r.get(tried)]
+    return {fam: [r["id"] for r in found
+                  if r.get(has) and has in r and not r.get(tried) and not r.get("recurrent")]
             for fam, (has, tried) in FAMILIES.items()}
 
 

@@ -55,6 +55,31 @@ def test_records_without_a_family_the_graph_gets_now_are_listed(tmp_path, capsys
     assert "IDS=L1_1\n" in text
 
 
+LSTM = LINEAR.replace("self.fc = nn.Linear(16, 8)", "self.rnn = nn.LSTM(16, 16, batch_first=True)\n"
+                   "        self.fc = nn.Linear(16, 8)").replace(
+    "torch.relu(self.fc(x))", "self.fc(self.rnn(x)[0])").replace("torch.randn(4, 16)",
+                                                               "torch.randn(2, 3, 16)")
+
+
+def test_recurrent_models_are_not_called_stale_from_their_cpu_graph(tmp_path):
+    """An LSTM's graph on the CPU is not its graph on a GPU (one cuDNN call, which the engine's
+    trace does not take), so a device record without TF32 attempts is not stale for it."""
+    data = tmp_path / "data.jsonl"
+    data.write_text("\n".join(json.dumps({"level_id": 3, "task_id": i, "ref_code": src})
+                              for i, src in ((1, LSTM), (2, LINEAR))) + "\n")
+    results = tmp_path / "results.jsonl"
+    results.write_text("\n".join(json.dumps({"id": f"L3_{i}", "status": "ok", "eager_ms": 1.0,
+                                             "attempts": [{"origin": "baseline:eager"}]})
+                                 for i in (1, 2)) + "\n")
+    out = tmp_path / "found.jsonl"
+    assert trace_vs_records.main(["--results", str(results), "--data", str(data),
+                                  "--out", str(out)]) == 0
+    found = [json.loads(x) for x in out.read_text().splitlines()]
+    assert {r["id"]: r["recurrent"] for r in found} == {"L3_1": True, "L3_2": False}
+    assert all(r["fp32_products"] for r in found)   # what the CPU trace alone would say
+    assert trace_vs_records.stale(found)["tf32"] == ["L3_2"]
+
+
 def test_the_runner_summary_counts_stale_records_from_the_records_as_they_are_now(tmp_path):
     """The traces say what each graph gets; the records say what was tried. A task run again
     with the family leaves the count."""
