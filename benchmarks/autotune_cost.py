@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 from torch_cudal1.engines.builtin import max_autotune  # noqa: E402
 from torch_cudal1.graph.trace import trace_task  # noqa: E402
 from torch_cudal1.task import Task  # noqa: E402
+from trace_vs_records import measure_tasks  # noqa: E402 - beside this script
 
 ORIGINS = ("builtin:inductor-max-autotune", "builtin:tf32+inductor-max-autotune")
 
@@ -76,25 +77,10 @@ def main(argv=None) -> int:
     ap.add_argument("--data", default=str(ROOT / ".carry/kernelbench/cudal1_h100_dev.jsonl"))
     ap.add_argument("--out", default="autotune_cost.jsonl")
     args = ap.parse_args(argv)
-    latest = {}
-    for line in Path(args.results).read_text().splitlines():
-        r = json.loads(line)
-        if any(outcome(r, o) for o in ORIGINS):
-            latest[r["id"]] = r
-    rows = {}
-    for line in Path(args.data).read_text().splitlines():
-        r = json.loads(line)
-        rows[f"L{r['level_id']}_{r['task_id']}"] = r
-    out = Path(args.out)
-    done = {json.loads(x)["id"] for x in out.read_text().splitlines()} if out.exists() else set()
-    with out.open("a") as f:
-        for tid, rec in latest.items():
-            if tid in done or tid not in rows or (rec.get("bytes") or 0) > 1.5e9:
-                continue
-            res = measure(rows[tid], rec)
-            print(json.dumps(res), flush=True)
-            f.write(json.dumps(res) + "\n")
-    print(table([json.loads(x) for x in out.read_text().splitlines()]))
+    found = measure_tasks(args.results, args.data, Path(args.out), measure,
+                          wanted=lambda rec: any(outcome(rec, o) for o in ORIGINS)
+                          and (rec.get("bytes") or 0) <= 1.5e9)   # inputs made for real here
+    print(table(found))
     return 0
 
 

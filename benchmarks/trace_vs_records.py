@@ -92,30 +92,38 @@ def stale(found: list[dict]) -> dict[str, list[str]]:
             for fam, (has, tried) in FAMILIES.items()}
 
 
+def measure_tasks(results: str, data: str, out: Path, measure, wanted) -> list[dict]:
+    """``measure(task row, record)`` for the latest record of each task that is ``wanted``, one
+    JSON line each appended to ``out`` (tasks already there are skipped: resumable); all of
+    ``out``'s rows."""
+    latest = {}
+    for line in Path(results).read_text().splitlines():
+        r = json.loads(line)
+        if wanted(r):
+            latest[r["id"]] = r
+    rows = {}
+    for line in Path(data).read_text().splitlines():
+        r = json.loads(line)
+        rows[f"L{r['level_id']}_{r['task_id']}"] = r
+    done = {json.loads(x)["id"] for x in out.read_text().splitlines()} if out.exists() else set()
+    with out.open("a") as f:
+        for tid, rec in latest.items():
+            if tid in done or tid not in rows:
+                continue
+            res = measure(rows[tid], rec)
+            print(json.dumps(res), flush=True)
+            f.write(json.dumps(res) + "\n")
+    return [json.loads(x) for x in out.read_text().splitlines()]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--results", default=str(ROOT / "benchmarks/results/h200/kernelbench/results.jsonl"))
     ap.add_argument("--data", default=str(ROOT / ".carry/kernelbench/cudal1_h100_dev.jsonl"))
     ap.add_argument("--out", default="trace_vs_records.jsonl")
     args = ap.parse_args(argv)
-    latest = {}
-    for line in Path(args.results).read_text().splitlines():
-        r = json.loads(line)
-        latest[r["id"]] = r
-    rows = {}
-    for line in Path(args.data).read_text().splitlines():
-        r = json.loads(line)
-        rows[f"L{r['level_id']}_{r['task_id']}"] = r
-    out = Path(args.out)
-    done = {json.loads(x)["id"] for x in out.read_text().splitlines()} if out.exists() else set()
-    with out.open("a") as f:
-        for tid, rec in latest.items():
-            if tid in done or rec.get("status") != "ok" or tid not in rows:
-                continue
-            res = check(rows[tid], rec)
-            print(json.dumps(res), flush=True)
-            f.write(json.dumps(res) + "\n")
-    found = [json.loads(x) for x in out.read_text().splitlines()]
+    found = measure_tasks(args.results, args.data, Path(args.out), check,
+                          wanted=lambda rec: rec.get("status") == "ok")
     by_family = stale(found)
     for fam, ids in by_family.items():
         print(f"{fam}: proposed now, never tried in the record ({len(ids)}):", ", ".join(ids) or "none")
