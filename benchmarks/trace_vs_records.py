@@ -1,7 +1,7 @@
 """Which KernelBench records were searched without candidates the built-in engine proposes now:
 each task of the data file is traced on the CPU, one at a time, and the candidate families the
 engine would propose on a GPU from the graph (rewrites that fire, max-autotune, TF32 products,
-cuDNN autotuning) are compared with the attempts of its latest record. A record that lacks one
+cuDNN autotuning, the channels-last layout) are compared with the attempts of its latest record. A record that lacks one
 was searched before that family existed, or lost its graph on the device (a trace that failed
 there); either way its figure is stale until the task runs again. Models with recurrent layers
 are traced but never called stale: on a GPU their graph is another (one cuDNN call per layer).
@@ -24,7 +24,8 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from torch_cudal1.engines.builtin import cudnn_benchmark, max_autotune, tf32  # noqa: E402
+from torch_cudal1.engines.builtin import (  # noqa: E402
+    channels_last, cudnn_benchmark, max_autotune, tf32)
 from torch_cudal1.graph.trace import trace_task  # noqa: E402
 from torch_cudal1.options import Options  # noqa: E402
 from torch_cudal1.rewrites import apply_rewrites  # noqa: E402
@@ -48,7 +49,8 @@ def check(row: dict, rec: dict) -> dict:
                    tunable=max_autotune.has_tunable_ops(traced.gm) and not max_autotune.over_budget(
                        "auto", shapes, Options().verify_timeout_s),
                    fp32_products=tf32.has_fp32_products(traced.gm),
-                   convolutions=cudnn_benchmark.has_convolutions(traced.gm))
+                   convolutions=cudnn_benchmark.has_convolutions(traced.gm),
+                   spatial_convolutions=channels_last.has_spatial_convolutions(traced.gm))
         out["recurrent"] = has_recurrent_modules(row["ref_code"], rec["id"])
     except Exception as e:  # noqa: BLE001 - an untraceable task is a finding, not a failure
         out["error"] = f"{type(e).__name__}: {str(e)[:150]}"
@@ -76,13 +78,15 @@ def tried(rec: dict) -> dict:
     return {"rec_rewrite": any("rewrite" in o for o in origins),
             "rec_max_autotune": any("max-autotune" in o for o in origins),
             "rec_tf32": any("tf32" in o for o in origins),
-            "rec_cudnn_benchmark": any("cudnn-benchmark" in o for o in origins)}
+            "rec_cudnn_benchmark": any("cudnn-benchmark" in o for o in origins),
+            "rec_channels_last": any("channels-last" in o for o in origins)}
 
 
 # family: (what the graph has that makes the engine propose it, what the record's attempts show)
 FAMILIES = {"rewrite": ("fired", "rec_rewrite"), "max-autotune": ("tunable", "rec_max_autotune"),
             "tf32": ("fp32_products", "rec_tf32"),
-            "cudnn-benchmark": ("convolutions", "rec_cudnn_benchmark")}
+            "cudnn-benchmark": ("convolutions", "rec_cudnn_benchmark"),
+            "channels-last": ("spatial_convolutions", "rec_channels_last")}
 
 
 def stale(found: list[dict]) -> dict[str, list[str]]:

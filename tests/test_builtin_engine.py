@@ -491,7 +491,7 @@ def test_cudnn_benchmark_candidates_are_proposed_on_gpus_for_convolutions(monkey
 
     def origins(src, device="cuda", **opts):
         cands = BuiltinEngine(Options.resolve(opts)).propose(Task(src), [], _ctx(1, device))
-        return {c.origin for c in cands if "cudnn" in c.origin}
+        return {c.origin for c in cands if c.origin.startswith("builtin:cudnn")}
     assert origins(CONV) == {"builtin:cudnn-benchmark", "builtin:cudnn-benchmark+inductor"}
     assert origins(PLAIN) == set()
     assert origins(CONV, "cpu") == set()
@@ -524,7 +524,8 @@ def test_the_cudnn_benchmark_wrapper_switches_it_for_its_own_calls_only():
 
 @pytest.mark.parametrize("option,task,origin", [
     ("tf32", "PLAIN", "builtin:tf32+inductor"),
-    ("cudnn_benchmark", "CONV", "builtin:cudnn-benchmark+inductor")])
+    ("cudnn_benchmark", "CONV", "builtin:cudnn-benchmark+inductor"),
+    ("channels_last", "CONV", "builtin:channels-last")])
 def test_a_switched_candidate_is_verified_like_any_other(option, task, origin):
     """The TF32 and cuDNN-autotuning candidates through the verifier (on CPU: their switches
     change nothing there, but they must be put back after every call, or ``global_state``)."""
@@ -537,13 +538,125 @@ def test_a_switched_candidate_is_verified_like_any_other(option, task, origin):
     assert timing is not None and timing.median_ms > 0
 
 
+def test_channels_last_candidates_are_proposed_on_gpus_for_2d_and_3d_convolutions(monkeypatch):
+    from torch_cudal1.graph import trace
+    real = trace.trace_task
+    monkeypatch.setattr(trace, "trace_task", lambda task, device: real(task, "cpu"))  # no GPU here
+
+    def origins(src, device="cuda", **opts):
+        cands = BuiltinEngine(Options.resolve(opts)).propose(Task(src), [], _ctx(1, device))
+        return {c.origin for c in cands if "channels-last" in c.origin}
+    both = {"builtin:channels-last", "builtin:channels-last+cudnn-benchmark"}
+    assert origins(CONV) == both
+    assert origins(CONV3D) == both
+    assert origins(CONV, cudnn_benchmark="off") == {"builtin:channels-last"}
+    assert origins(CONV1D) == set()    # 3-D tensors: no channels-last layout
+    assert origins(PLAIN) == set()
+    assert origins(CONV, "cpu") == set()
+    assert origins(CONV, channels_last="off") == set()
+    assert origins(CONV, "cpu", channels_last="on") == {"builtin:channels-last"}
+
+
+CONV3D = CONV.replace("nn.Conv2d(3, 8, 3, padding=1)", "nn.Conv3d(3, 8, 3, padding=1)").replace(
+    "torch.randn(2, 3, 16, 16)", "torch.randn(2, 3, 6, 8, 8)")
+CONV1D = CONV.replace("nn.Conv2d(3, 8, 3, padding=1)", "nn.Conv1d(3, 8, 3, padding=1)").replace(
+    "torch.randn(2, 3, 16, 16)", "torch.randn(2, 3, 16)")
+CONV_WEIGHT_INPUT = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """The weight handed in as an input, as Dynamo's graphs take lifted parameters."""
+    def forward(self, x, w):
+        Model.SEEN.append((x.is_contiguous(memory_format=torch.channels_last),
+                           w.is_contiguous(memory_format=torch.channels_last), w.data_ptr()))
+        return torch.nn.functional.conv2d(x, w, padding=1).relu()
+
+
+Model.SEEN = []
+
+
+def get_inputs():
+    return [torch.randn(2, 3, 8, 8), torch.randn(4, 3, 3, 3)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize("src,fmt", [("CONV", torch.channels_last),
+                                     ("CONV3D", torch.channels_last_3d)])
+def test_the_channels_last_wrapper_converts_module_and_inputs_and_returns_contiguous(src, fmt):
+    from torch_cudal1.baselines import baseline_candidate
+    from torch_cudal1.engines.builtin import channels_last
+    from torch_cudal1.task import load_source
+    task = Task(globals()[src])
+    mod = load_source(channels_last.wrap(baseline_candidate(task, "eager").source),
+                      "cudal1_test_channels_last_" + src)
+    torch.manual_seed(0)
+    ref = mod.Model()
+    torch.manual_seed(0)
+    new = mod.ModelNew()
+    assert new.inner.conv.weight.is_contiguous(memory_format=fmt)
+    assert not ref.conv.weight.is_contiguous(memory_format=fmt)
+    seen = []
+    new.inner.conv.register_forward_pre_hook(lambda m, a: seen.append(
+        a[0].is_contiguous(memory_format=fmt)))
+    (x,) = mod.get_inputs()
+    with torch.no_grad():
+        out, expected = new(x), ref(x)
+    assert seen == [True]
+    assert out.is_contiguous() and out.stride() == expected.stride()
+    torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_an_input_passed_again_unchanged_is_converted_once_and_again_when_it_changes():
+    """Weights handed in as inputs are the same tensors call after call: their channels-last copy
+    is kept from the second call on. Changed in place (a new version) or replaced, they are
+    converted afresh, so a stale copy is never read."""
+    from torch_cudal1.baselines import baseline_candidate
+    from torch_cudal1.engines.builtin import channels_last
+    from torch_cudal1.task import load_source
+    mod = load_source(channels_last.wrap(baseline_candidate(Task(CONV_WEIGHT_INPUT), "eager").source),
+                      "cudal1_test_channels_last_weight_input")
+    new, ref = mod.ModelNew(), mod.Model()
+    x, w = mod.get_inputs()
+    with torch.no_grad():
+        for _ in range(3):
+            new(torch.randn_like(x), w)
+        assert [s[:2] for s in mod.Model.SEEN] == [(True, True)] * 3
+        assert mod.Model.SEEN[1][2] == mod.Model.SEEN[2][2]   # the one kept copy
+        w.mul_(2.0)   # in place: a new version
+        x2 = torch.randn_like(x)
+        torch.testing.assert_close(new(x2, w), ref(x2, w), rtol=1e-4, atol=1e-5)
+        w2 = torch.randn_like(w)   # another tensor at the same position
+        torch.testing.assert_close(new(x2, w2), ref(x2, w2), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.gpu
+def test_channels_last_candidates_verify_on_gpu():
+    """On CUDA, where cuDNN takes its channels-last kernels: accepted, 2-D and 3-D."""
+    for src in (CONV, CONV3D):
+        task = Task(src.replace("torch.randn(2, 3,", "torch.randn(8, 3,"), name="conv")
+        cands = [c for c in BuiltinEngine(Options.resolve({"max_autotune": "off"})).propose(
+            task, [], _ctx(1, "cuda")) if "channels-last" in c.origin]
+        assert {c.origin for c in cands} == {"builtin:channels-last",
+                                             "builtin:channels-last+cudnn-benchmark"}
+        for c in cands:
+            verdict, timing = evaluate(task, c, device="cuda", time_it=True)
+            assert verdict.accepted, (c.origin, verdict)
+            assert timing is not None and timing.median_ms > 0
+
+
 @pytest.mark.gpu
 def test_cudnn_benchmark_candidates_verify_on_gpu():
     """On CUDA, with the real cuDNN autotuning: accepted (same convolution, other algorithms),
     and not refused ``global_state`` (the switch is back after every call)."""
     task = Task(CONV.replace("torch.randn(2, 3, 16, 16)", "torch.randn(8, 3, 64, 64)"), name="conv")
     cands = [c for c in BuiltinEngine(Options.resolve({"max_autotune": "off"})).propose(
-        task, [], _ctx(1, "cuda")) if "cudnn" in c.origin]
+        task, [], _ctx(1, "cuda")) if c.origin.startswith("builtin:cudnn")]
     assert {c.origin for c in cands} == {"builtin:cudnn-benchmark",
                                          "builtin:cudnn-benchmark+inductor"}
     for c in cands:

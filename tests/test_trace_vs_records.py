@@ -39,7 +39,8 @@ def test_records_without_a_family_the_graph_gets_now_are_listed(tmp_path, capsys
              "attempts": [{"origin": "baseline:eager"}, {"origin": "builtin:inductor-max-autotune"}]},
             {"id": "L1_2", "status": "ok", "eager_ms": 2.0,   # its latest record has it
              "attempts": [{"origin": "builtin:inductor-max-autotune"},
-                          {"origin": "builtin:cudnn-benchmark+inductor"}]}]
+                          {"origin": "builtin:cudnn-benchmark+inductor"},
+                          {"origin": "builtin:channels-last"}]}]
     results = tmp_path / "results.jsonl"
     results.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
     out = tmp_path / "found.jsonl"
@@ -50,7 +51,8 @@ def test_records_without_a_family_the_graph_gets_now_are_listed(tmp_path, capsys
     assert found["L1_1"]["fp32_products"] and not found["L1_1"]["convolutions"]
     assert found["L1_2"]["convolutions"] and not found["L1_2"]["fp32_products"]
     assert trace_vs_records.stale(list(found.values())) == {
-        "rewrite": [], "max-autotune": [], "tf32": ["L1_1"], "cudnn-benchmark": []}
+        "rewrite": [], "max-autotune": [], "tf32": ["L1_1"], "cudnn-benchmark": [],
+        "channels-last": []}
     assert "tf32: proposed now, never tried in the record (1): L1_1" in text
     assert "IDS=L1_1\n" in text
 

@@ -42,6 +42,7 @@ class Options:
     max_autotune: str = "auto"       # built-in candidate: the reference through inductor max-autotune (Triton GEMM/conv templates and reduction block sizes tuned on the device): auto (GPU, graphs with matrix products, convolutions or reductions, and no more distinct product/convolution shapes than verify_timeout_s can tune at ~20 s each) | on | off
     tf32: str = "auto"               # built-in candidates with float32 matrix products on TF32 tensor cores, served only where they pass the verifier's float32 tolerance: auto (GPU, graphs with float32 products) | on | off (keeps full float32; part of the cache key)
     cudnn_benchmark: str = "auto"    # built-in candidates with cuDNN's autotuning (cudnn.benchmark) for their own calls: auto (GPU, graphs with convolutions) | on | off
+    channels_last: str = "auto"      # built-in candidates with the module's 4-D/5-D parameters and its inputs in the channels-last layout (tensor-core convolutions read NHWC): auto (GPU, graphs with 2-D or 3-D convolutions) | on | off
     arbitrate: str = "auto"          # time the winner against the user's graph (eager, inductor) in-process: auto (GPU) | on | off
     arbitrate_max_autotune: str = "auto"  # the arbiter also times the user's graph through inductor max-autotune (and, with arbitrate_cudagraph, replayed as a CUDA graph): auto (GPU, where the search's own max-autotune attempt came within 2x of its winner and its templates run on tensor cores: bf16/fp16, or TF32 allowed) | on | off; costs its compile (2-80 s per graph on real models)
     arbitrate_cudagraph: str = "auto"  # the arbiter also times inductor's code on the user's graph replayed as a CUDA graph: auto (on a GPU) | on (the same; kept for scripts) | off
@@ -106,8 +107,8 @@ class Options:
         flag = str(self.arbitrate_cudagraph).strip().lower()
         self.arbitrate_cudagraph = {"true": "on", "1": "on", "yes": "on", "false": "off", "0": "off",
                                     "no": "off"}.get(flag, flag)
-        for name in ("aoti", "max_autotune", "tf32", "cudnn_benchmark", "arbitrate", "arbitrate_cudagraph",
-                     "arbitrate_max_autotune"):
+        for name in ("aoti", "max_autotune", "tf32", "cudnn_benchmark", "channels_last", "arbitrate",
+                     "arbitrate_cudagraph", "arbitrate_max_autotune"):
             if getattr(self, name) not in ("auto", "on", "off"):
                 raise ValueError(f"torch_cudal1 option {name}={getattr(self, name)!r}; expected one "
                                  "of auto, on, off")

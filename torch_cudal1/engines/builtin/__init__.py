@@ -25,6 +25,10 @@ Round 1 proposes what the task's own graph allows:
   ``builtin:rewrite(...)+inductor+cudnn-benchmark`` — the same with cuDNN's autotuning of
   convolution algorithms for that module's calls only (option ``cudnn_benchmark``: by default on
   a GPU for graphs with convolutions).
+* ``builtin:channels-last`` and ``builtin:channels-last+cudnn-benchmark`` — the reference with
+  its 4-D/5-D parameters, buffers and inputs in the channels-last layout that tensor-core
+  convolutions read, outputs contiguous again (option ``channels_last``: by default on a GPU for
+  graphs with 2-D or 3-D convolutions).
 
 Round 2 (GPU) wraps the fastest verified non-graph candidate so far (a baseline such as inductor,
 or a rewrite) in CUDA-graph replay, when it is short enough to be launch-bound. Later rounds, or a
@@ -39,7 +43,7 @@ from ...baselines import baseline_candidate
 from ...contracts import Attempt, Candidate
 from ...log import logger
 from ..base import Engine, SearchContext
-from . import aoti, cudagraph, cudnn_benchmark, max_autotune, tf32
+from . import aoti, channels_last, cudagraph, cudnn_benchmark, max_autotune, tf32
 
 # Candidates slower than this (ms) are not launch-bound: a CUDA graph saves ~µs per kernel.
 CUDA_GRAPH_MAX_MS = 5.0
@@ -55,6 +59,7 @@ class BuiltinEngine(Engine):
         self._tuned_shapes = 0  # ... and how many distinct product / convolution shapes to tune
         self._fp32_products = False   # ... float32 matrix products
         self._convolutions = False    # ... convolutions
+        self._spatial_convolutions = False   # ... 2-D or 3-D ones
 
     # -- round 1 -----------------------------------------------------------------------------
     def _rewrite_candidates(self, task, ctx: SearchContext) -> list[Candidate]:
@@ -66,6 +71,7 @@ class BuiltinEngine(Engine):
             self._tuned_shapes = max_autotune.tuned_shapes(traced.gm)
             self._fp32_products = tf32.has_fp32_products(traced.gm)
             self._convolutions = cudnn_benchmark.has_convolutions(traced.gm)
+            self._spatial_convolutions = channels_last.has_spatial_convolutions(traced.gm)
             results = [apply_rewrites(traced.gm)]
             if set(results[0].fired) & KERNEL_CHOICE:   # and the graph with only exact removals
                 exact = apply_rewrites(traced.gm, only=[n for n in NAMES if n not in KERNEL_CHOICE])
@@ -160,6 +166,16 @@ class BuiltinEngine(Engine):
                 origin = "builtin:cudnn-benchmark" + ("" if name == "eager" else "+" + name)
                 cands.append(Candidate(cudnn_benchmark.wrap(base.source, f"{name}, cuDNN autotuning"),
                                        origin))
+        if channels_last.enabled(getattr(self.options, "channels_last", "auto"), ctx.device,
+                                 self._spatial_convolutions):
+            nhwc = channels_last.wrap(eager.source, "the reference, module and inputs in the "
+                                                    "channels-last layout")
+            cands.append(Candidate(nhwc, "builtin:channels-last"))
+            if self._cudnn_benchmark(ctx):
+                cands.append(Candidate(cudnn_benchmark.wrap(nhwc, "the reference in the "
+                                                                  "channels-last layout, cuDNN "
+                                                                  "autotuning"),
+                                       "builtin:channels-last+cudnn-benchmark"))
         return cands
 
     # -- round 2 -----------------------------------------------------------------------------
