@@ -612,10 +612,10 @@ def test_the_channels_last_wrapper_converts_module_and_inputs_and_returns_contig
     torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-5)
 
 
-def test_an_input_passed_again_unchanged_is_converted_once_and_again_when_it_changes():
-    """Weights handed in as inputs are the same tensors call after call: their channels-last copy
-    is kept from the second call on. Changed in place (a new version) or replaced, they are
-    converted afresh, so a stale copy is never read."""
+def test_weights_handed_in_as_inputs_are_converted_on_every_call():
+    """Dynamo's graphs take parameters as inputs: they reach the convolution channels-last too,
+    and a weight changed in place between calls is read as it is now, never from an earlier
+    copy."""
     from torch_cudal1.baselines import baseline_candidate
     from torch_cudal1.engines.builtin import channels_last
     from torch_cudal1.task import load_source
@@ -624,15 +624,10 @@ def test_an_input_passed_again_unchanged_is_converted_once_and_again_when_it_cha
     new, ref = mod.ModelNew(), mod.Model()
     x, w = mod.get_inputs()
     with torch.no_grad():
-        for _ in range(3):
-            new(torch.randn_like(x), w)
-        assert [s[:2] for s in mod.Model.SEEN] == [(True, True)] * 3
-        assert mod.Model.SEEN[1][2] == mod.Model.SEEN[2][2]   # the one kept copy
-        w.mul_(2.0)   # in place: a new version
-        x2 = torch.randn_like(x)
-        torch.testing.assert_close(new(x2, w), ref(x2, w), rtol=1e-4, atol=1e-5)
-        w2 = torch.randn_like(w)   # another tensor at the same position
-        torch.testing.assert_close(new(x2, w2), ref(x2, w2), rtol=1e-4, atol=1e-5)
+        for scale in (1.0, 2.0, -3.0):
+            w.mul_(scale)
+            torch.testing.assert_close(new(x, w), ref(x, w), rtol=1e-4, atol=1e-5)
+    assert [s[:2] for s in mod.Model.SEEN[::2]] == [(True, True)] * 3   # the wrapper's calls
 
 
 @pytest.mark.gpu

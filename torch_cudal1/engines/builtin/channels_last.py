@@ -4,7 +4,7 @@ PyTorch lays 4-D and 5-D tensors out channels-first (NCHW, NCDHW). cuDNN's tenso
 convolution kernels (TF32 for float32 convolutions by default, bf16/fp16 always) work on
 channels-last data (NHWC), so given NCHW it transposes around them or takes other kernels. This
 candidate converts the module's 4-D and 5-D parameters and buffers to channels-last once, and each
-call's 4-D and 5-D inputs. Convolutions then run channels-last, and so do the pointwise ops and
+call's 4-D and 5-D inputs (weights handed in as inputs included, every call). Convolutions then run channels-last, and so do the pointwise ops and
 normalisations between them, which keep their input's layout. Outputs are made contiguous again,
 as the reference returns them, so that a caller's ``view`` on them still works. The values are the
 same convolutions' (the kernels differ in rounding only, judged by the verifier like any
@@ -41,6 +41,11 @@ def _cudal1_cl_format(x):
     return None
 
 
+def _cudal1_cl_to(x):
+    fmt = _cudal1_cl_format(x)
+    return x if fmt is None else x.contiguous(memory_format=fmt)
+
+
 def _cudal1_cl_contiguous(x):
     return x.contiguous() if _cudal1_cl_format(x) is not None else x
 
@@ -56,23 +61,11 @@ class ModelNew(_cudal1_torch.nn.Module):
                 fmt = _cudal1_cl_format(t)
                 if fmt is not None:
                     t.data = t.data.contiguous(memory_format=fmt)
-        # inputs passed again unchanged (weights handed in as inputs): converted once, not per call
-        self._seen = {{}}
-
-    def _in(self, i, x):
-        fmt = _cudal1_cl_format(x)
-        if fmt is None or x.is_contiguous(memory_format=fmt):
-            return x
-        seen = self._seen.get(i)
-        if seen is not None and seen[0] is x and seen[1] == x._version:
-            if seen[2] is None:   # its second call: worth keeping the converted copy
-                self._seen[i] = (x, x._version, x.contiguous(memory_format=fmt))
-            return self._seen[i][2]
-        self._seen[i] = (x, x._version, None)
-        return x.contiguous(memory_format=fmt)
 
     def forward(self, *inputs):
-        out = self.inner(*[self._in(i, x) for i, x in enumerate(inputs)])
+        # every call, weights handed in as inputs too: a copy kept across calls would go stale
+        # where a tensor changes without a new version (a CUDA-graph replay writing into it)
+        out = self.inner(*[_cudal1_cl_to(x) for x in inputs])
         return _cudal1_cl_pytree.tree_map(_cudal1_cl_contiguous, out)
 '''
 
