@@ -391,6 +391,10 @@ def write_markdown(records: list[dict], summary: dict, ceilings: dict, path: Pat
             L += ["", "Built-in winners with cuDNN's autotuning of convolution algorithms for "
                   f"their own calls: {at['cudnn_benchmark_winners']}. Without them (likewise) the "
                   f"built-in figure over all tasks is {at['cudal1_builtin_without_cudnn_benchmark']:.3f}."]
+        if at.get("channels_last_winners"):
+            L += ["", "Built-in winners with the channels-last layout: "
+                  f"{at['channels_last_winners']}. Without them (likewise) the built-in figure "
+                  f"over all tasks is {at['cudal1_builtin_without_channels_last']:.3f}."]
         if at.get("python_clock"):
             L += ["", f"Timed on the Python loop, not the native clock: {at['python_clock']} of the "
                   f"{at['measured']} tasks (the loop's own host time sits inside their launch-bound "
@@ -465,7 +469,8 @@ def timed_on_python_clock(r: dict) -> bool:
 
 # (origin tag, summary key of the figure without it, summary key of its winners' count)
 SWITCHED = (("tf32", "cudal1_builtin_full_fp32", "tf32_winners"),
-            ("cudnn-benchmark", "cudal1_builtin_without_cudnn_benchmark", "cudnn_benchmark_winners"))
+            ("cudnn-benchmark", "cudal1_builtin_without_cudnn_benchmark", "cudnn_benchmark_winners"),
+            ("channels-last", "cudal1_builtin_without_channels_last", "channels_last_winners"))
 
 
 def builtin_ms_without(r: dict, tag: str) -> float | None:

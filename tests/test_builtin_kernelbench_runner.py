@@ -298,6 +298,19 @@ def test_the_summary_gives_the_figure_without_cudnn_autotuning_winners_too(tmp_p
         in _summary_text(kb, [conv, tf], at, tmp_path / "summary.md")
 
 
+def test_the_summary_gives_the_figure_without_channels_last_winners_too(tmp_path):
+    kb, att = _kb(), _att
+    cl = {"id": "L2_1", "level": 2, "status": "ok", "eager_ms": 4.0, "inductor_ms": 2.0,
+          "builtin_ms": 1.0, "builtin_winner": "builtin:channels-last", "replay_ms": 1.0,
+          "attempts": [att("baseline:eager", 4.0), att("baseline:inductor", 2.0),
+                       att("builtin:channels-last", 1.0)]}
+    at = kb.all_tasks_geomean([cl], total=1)
+    assert at["channels_last_winners"] == 1
+    assert abs(at["cudal1_builtin_without_channels_last"] - 2.0) < 1e-9   # inductor's 2.0 ms
+    assert "Built-in winners with the channels-last layout: 1. Without them" \
+        in _summary_text(kb, [cl], at, tmp_path / "summary.md")
+
+
 def test_the_host_probe_measures_a_tiny_op_per_call():
     us = _kb().measure_host_launch_us("cpu", calls=200)
     assert 0 < us < 10_000
