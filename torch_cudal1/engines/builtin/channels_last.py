@@ -4,11 +4,11 @@ PyTorch lays 4-D and 5-D tensors out channels-first (NCHW, NCDHW). cuDNN's tenso
 convolution kernels (TF32 for float32 convolutions by default, bf16/fp16 always) work on
 channels-last data (NHWC), so given NCHW it transposes around them or takes other kernels. This
 candidate converts the module's 4-D and 5-D parameters and buffers to channels-last once, and each
-call's 4-D and 5-D inputs (weights handed in as inputs included, every call). Convolutions then run channels-last, and so do the pointwise ops and
-normalisations between them, which keep their input's layout. Outputs are made contiguous again,
-as the reference returns them, so that a caller's ``view`` on them still works. The values are the
-same convolutions' (the kernels differ in rounding only, judged by the verifier like any
-candidate's).
+call's 4-D and 5-D inputs (weights handed in as inputs included, every call). Convolutions then
+run channels-last, and so do the pointwise ops and normalisations between them, which keep their
+input's layout. Outputs are made contiguous again, as the reference returns them, so that a
+caller's ``view`` on them still works. The values are the same convolutions' (the kernels differ
+in rounding only, judged by the verifier like any candidate's).
 
 Whether it pays depends on shapes and device (the per-call input conversion and output
 conversion are copies), so it is one more candidate, timed like the others. Inductor already
