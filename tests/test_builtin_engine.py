@@ -267,7 +267,7 @@ import torch.nn as nn
 
 
 class Model(nn.Module):
-    """{n} convolutions of distinct widths (each a shape to tune), then the same {n} again (not)."""
+    """{n} convolutions of distinct widths, each a shape to tune, run twice (no new shapes)."""
     def __init__(self):
         super().__init__()
         widths = [4 + k for k in range({n} + 1)]
@@ -570,7 +570,7 @@ class Model(nn.Module):
     """The weight handed in as an input, as Dynamo's graphs take lifted parameters."""
     def forward(self, x, w):
         Model.SEEN.append((x.is_contiguous(memory_format=torch.channels_last),
-                           w.is_contiguous(memory_format=torch.channels_last), w.data_ptr()))
+                           w.is_contiguous(memory_format=torch.channels_last)))
         return torch.nn.functional.conv2d(x, w, padding=1).relu()
 
 
@@ -627,7 +627,7 @@ def test_weights_handed_in_as_inputs_are_converted_on_every_call():
         for scale in (1.0, 2.0, -3.0):
             w.mul_(scale)
             torch.testing.assert_close(new(x, w), ref(x, w), rtol=1e-4, atol=1e-5)
-    assert [s[:2] for s in mod.Model.SEEN[::2]] == [(True, True)] * 3   # the wrapper's calls
+    assert mod.Model.SEEN[::2] == [(True, True)] * 3   # the wrapper's calls (the reference's between)
 
 
 @pytest.mark.gpu
