@@ -6,7 +6,8 @@ run A measured eager and inductor than run B, and the medians.
 Or, within one results file, the tasks run again from its line N on against their record before
 it: the spread of eager's time between runs, how the built-in speedups moved (split at an
 eager time of 0.3 ms, below which calls are launch-bound), and where the records have the
-runners' host probe, how much slower or faster the host issued work:
+runners' host probe, how much slower or faster the host issued work; then each rerun's record
+beside the one before it:
 
     python3 benchmarks/compare_runs.py --reruns DIR --since N
 """
@@ -51,7 +52,28 @@ def reruns(d: str, since: int, total: int = 250) -> int:
         host = [math.log(after[k]["host_launch_us"] / before[k]["host_launch_us"]) for k in probed]
         print(f"host time per tiny op, now / before ({len(probed)} tasks with both probes): "
               f"x{math.exp(statistics.mean(host)):.2f}")
+    print(rerun_table(lines, since))
     return 0
+
+
+def rerun_table(lines: list[str], since: int) -> str:
+    """Every record from line ``since`` on beside the task's record before it (an earlier rerun
+    included): task seconds, eager and built-in times, winners."""
+    winner = lambda r: str(r.get("builtin_winner") or "").removeprefix("builtin:")  # noqa: E731
+    out = ["", "| task | line | task s | eager ms | built-in ms (winner) | before: eager ms | "
+               "built-in ms (winner) |", "|---|---|---|---|---|---|---|"]
+    last: dict = {}
+    for i, x in enumerate(lines):
+        r = json.loads(x)
+        if r.get("status") != "ok" or not r.get("eager_ms") or not r.get("builtin_ms"):
+            continue
+        b = last.get(r["id"])
+        if i >= since and b is not None:
+            out.append(f"| {r['id']} | {i + 1} | {r.get('seconds') or 0:.0f} | {r['eager_ms']:.3f} | "
+                       f"{r['builtin_ms']:.3f} ({winner(r)}) | {b['eager_ms']:.3f} | "
+                       f"{b['builtin_ms']:.3f} ({winner(b)}) |")
+        last[r["id"]] = r
+    return "\n".join(out)
 
 
 def main(argv=None) -> int:

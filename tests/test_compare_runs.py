@@ -24,6 +24,8 @@ def test_reruns_compare_each_task_with_its_record_before(tmp_path, capsys):
     assert f"eager < 0.3 ms (1 tasks) {math.log(2):+.3f}" in out
     assert f"mean {math.log(2) / 2:+.3f}" in out
     assert f"all 250 tasks: a factor of {4 ** (1 / 250):.4f}" in out   # the all-tasks geomean
+    assert "| L2_1 | 5 | 0 | 0.200 | 0.050 () | 0.100 | 0.050 () |" in out   # per rerun
+    assert "| L2_2 |" not in out
     assert compare_runs.main(["--reruns", str(tmp_path), "--since", "3", "--total", "4"]) == 0
     assert "all 4 tasks: a factor of 1.4142" in capsys.readouterr().out
 
