@@ -565,8 +565,9 @@ GRAPH_TRACES = ROOT / "benchmarks" / "results" / "trace_vs_records_cpu.jsonl"
 def stale_ids(records: list[dict], traces: Path = GRAPH_TRACES) -> list[str] | None:
     """The records that lack a candidate family the engine proposes from their graph now
     (searched before it existed), the slowest (eager) first: the graph's side from the traces,
-    the attempts from each record as it is. A task run again drops out, whether its new record
-    has the family or not. None without traces."""
+    the attempts from each record as it is. A task run again drops out for its graph's families,
+    whether its new record has them or not, but not for the CUDA-graph wraps its own times call
+    for now. None without traces."""
     if not traces.exists():
         return None
     if str(ROOT / "benchmarks") not in sys.path:   # called once per finished task
@@ -576,12 +577,8 @@ def stale_ids(records: list[dict], traces: Path = GRAPH_TRACES) -> list[str] | N
     for line in traces.read_text().splitlines():
         g = json.loads(line)
         graphs[g["id"]] = g
-    # A record other than the one traced against was searched since by the engine as it is: what
-    # it lacks, the engine did not propose on the device (an RNN traces to matrix products on
-    # the CPU, to one cuDNN call on a GPU), so it is not stale.
-    ok = {r["id"]: r for r in records if r.get("status") == "ok" and r["id"] in graphs
-          and graphs[r["id"]].get("record_seconds", r.get("seconds")) == r.get("seconds")}
-    rows = [dict(graphs[i], **trace_vs_records.tried(r)) for i, r in ok.items()]
+    ok = {r["id"]: r for r in records if r.get("status") == "ok"}
+    rows = trace_vs_records.current_rows(graphs, list(ok.values()))
     ids = {i for found in trace_vs_records.stale(rows).values() for i in found}
     return sorted(ids, key=lambda i: -(ok[i].get("eager_ms") or 0.0))
 

@@ -1,10 +1,12 @@
 """Which KernelBench records were searched without candidates the built-in engine proposes now:
 each task of the data file is traced on the CPU, one at a time, and the candidate families the
 engine would propose on a GPU from the graph (rewrites that fire, max-autotune, TF32 products,
-cuDNN autotuning, the channels-last layout) are compared with the attempts of its latest record. A record that lacks one
-was searched before that family existed, or lost its graph on the device (a trace that failed
-there); either way its figure is stale until the task runs again. Models with recurrent layers
-are traced but never called stale: on a GPU their graph is another (one cuDNN call per layer).
+cuDNN autotuning, the channels-last layout) are compared with the attempts of its latest record,
+and so are the CUDA-graph wraps its round 2 proposes now from the record's own times. A record
+that lacks one was searched before that family existed, or lost its graph on the device (a trace
+that failed there); either way its figure is stale until the task runs again. Models with
+recurrent layers are traced but not called stale for what their trace shows: on a GPU their graph
+is another (one cuDNN call per layer).
 
     PYTHONPATH=. python3 benchmarks/trace_vs_records.py [--results R/results.jsonl] [--data D]
 
@@ -24,8 +26,10 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from torch_cudal1.contracts import Attempt, Candidate, Timing, Verdict  # noqa: E402
+from torch_cudal1.engines.base import SearchContext  # noqa: E402
 from torch_cudal1.engines.builtin import (  # noqa: E402
-    channels_last, cudnn_benchmark, max_autotune, tf32)
+    BuiltinEngine, channels_last, cudnn_benchmark, max_autotune, tf32)
 from torch_cudal1.graph.trace import trace_task  # noqa: E402
 from torch_cudal1.options import Options  # noqa: E402
 from torch_cudal1.rewrites import apply_rewrites  # noqa: E402
@@ -72,10 +76,21 @@ def has_recurrent_modules(source: str, name: str) -> bool:
     return any(isinstance(m, torch.nn.RNNBase) for m in model.modules())
 
 
+def new_graph_wraps(rec: dict) -> list[str]:
+    """The CUDA-graph wraps the engine's round 2 proposes now from the record's own attempts (its
+    rule, run on their times) that the record lacks."""
+    hist = [Attempt(Candidate("", a["origin"]), Verdict.ok(), Timing(a["ms"], 0.0, a.get("n") or 1))
+            for a in rec.get("attempts") or [] if a.get("reason") == "ok" and a.get("ms")]
+    engine = BuiltinEngine(Options.resolve({}))
+    return [c.origin for c in engine.propose(None, hist, SearchContext(device="cuda", round=2))]
+
+
 def tried(rec: dict) -> dict:
     """Which candidate families the record's attempts include."""
     origins = [str(a.get("origin")) for a in rec.get("attempts") or []]
-    return {"rec_rewrite": any("rewrite" in o for o in origins),
+    wraps = new_graph_wraps(rec)
+    return {"graph_wraps_now": bool(wraps), "rec_graph_wraps": not wraps,
+            "rec_rewrite": any("rewrite" in o for o in origins),
             "rec_max_autotune": any("max-autotune" in o for o in origins),
             "rec_tf32": any("tf32" in o for o in origins),
             "rec_cudnn_benchmark": any("cudnn-benchmark" in o for o in origins),
@@ -86,13 +101,33 @@ def tried(rec: dict) -> dict:
 FAMILIES = {"rewrite": ("fired", "rec_rewrite"), "max-autotune": ("tunable", "rec_max_autotune"),
             "tf32": ("fp32_products", "rec_tf32"),
             "cudnn-benchmark": ("convolutions", "rec_cudnn_benchmark"),
-            "channels-last": ("spatial_convolutions", "rec_channels_last")}
+            "channels-last": ("spatial_convolutions", "rec_channels_last"),
+            "cudagraph-wrap": ("graph_wraps_now", "rec_graph_wraps")}
+# read off the device's record itself, not the CPU trace: as true for recurrent models
+FROM_RECORD = {"cudagraph-wrap"}
+
+
+def current_rows(graphs: dict[str, dict], records: list[dict]) -> list[dict]:
+    """Each ok record's row for ``stale``: its graph's trace where that was traced against this
+    very record, with what the record tried. A record searched since its trace was searched by
+    the engine as it is: what it lacks from its graph, the engine did not propose on the device
+    (an RNN traces to matrix products on the CPU, to one cuDNN call on a GPU), so only what the
+    engine proposes now from its own times (FROM_RECORD) can make it stale."""
+    rows = []
+    for r in records:
+        if r.get("status") != "ok":
+            continue
+        g = graphs.get(r["id"])
+        current = g is not None and g.get("record_seconds", r.get("seconds")) == r.get("seconds")
+        rows.append(dict(g if current else {"id": r["id"]}, **tried(r)))
+    return rows
 
 
 def stale(found: list[dict]) -> dict[str, list[str]]:
     """Per family, the tasks whose graph gets it now and whose record never tried it."""
     return {fam: [r["id"] for r in found
-                  if r.get(has) and has in r and not r.get(tried) and not r.get("recurrent")]
+                  if r.get(has) and has in r and not r.get(tried)
+                  and (fam in FROM_RECORD or not r.get("recurrent"))]
             for fam, (has, tried) in FAMILIES.items()}
 
 
@@ -128,10 +163,14 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     found = measure_tasks(args.results, args.data, Path(args.out), check,
                           wanted=lambda rec: rec.get("status") == "ok")
-    by_family = stale(found)
+    latest = {}
+    for line in Path(args.results).read_text().splitlines():
+        r = json.loads(line)
+        latest[r["id"]] = r
+    by_family = stale(current_rows({r["id"]: r for r in found}, list(latest.values())))
     for fam, ids in by_family.items():
         print(f"{fam}: proposed now, never tried in the record ({len(ids)}):", ", ".join(ids) or "none")
-    eager = {r["id"]: r.get("eager_ms") or 0.0 for r in found}
+    eager = {i: r.get("eager_ms") or 0.0 for i, r in latest.items()}
     ids = sorted({i for v in by_family.values() for i in v}, key=lambda i: -eager[i])
     print(f"IDS={','.join(ids)}")
     return 0

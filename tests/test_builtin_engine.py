@@ -172,6 +172,26 @@ def test_graph_round_wraps_the_fastest_short_candidate():
     assert BuiltinEngine(None).propose(Task(PLAIN), slow, _ctx(2, "cuda")) == []
 
 
+def test_graph_round_wraps_long_candidates_where_round_1_measured_launches():
+    """A deep network on a loaded host: the reference in graph replay ran in a quarter of the
+    reference's time, so the fastest candidate and the fastest inductor one (fewest launches) are
+    wrapped, however long; where replay saved next to nothing, a long candidate is not."""
+    def origins(hist):
+        return [c.origin for c in BuiltinEngine(Options.resolve({})).propose(
+            Task(PLAIN), hist, _ctx(2, "cuda"))]
+    launch_bound = [_attempt("baseline:eager", 13.4), _attempt("builtin:cudagraph", 3.5),
+                    _attempt("baseline:inductor", 26.7, "class ModelNew: pass"),
+                    _attempt("builtin:channels-last", 12.1, "class ModelNew: x = 1")]
+    assert origins(launch_bound) == ["builtin:channels-last+cudagraph", "builtin:inductor+cudagraph"]
+    compute_bound = [_attempt("baseline:eager", 8.0), _attempt("builtin:cudagraph", 7.9),
+                     _attempt("baseline:inductor", 7.0)]
+    assert origins(compute_bound) == []
+    short = [_attempt("baseline:eager", 0.5), _attempt("builtin:cudagraph", 0.5),
+             _attempt("builtin:tf32", 0.2, "class ModelNew: y = 1"),
+             _attempt("baseline:inductor", 0.3)]
+    assert origins(short) == ["builtin:tf32+cudagraph"]   # short: the fastest alone, as before
+
+
 def test_search_with_builtin_engine_picks_a_verified_candidate(cache_dir):
     from torch_cudal1.search import run_search
     opts = Options.resolve({"baselines": "eager", "rounds": 2, "trials": 2, "progress": False,

@@ -52,7 +52,7 @@ def test_records_without_a_family_the_graph_gets_now_are_listed(tmp_path, capsys
     assert found["L1_2"]["convolutions"] and not found["L1_2"]["fp32_products"]
     assert trace_vs_records.stale(list(found.values())) == {
         "rewrite": [], "max-autotune": [], "tf32": ["L1_1"], "cudnn-benchmark": [],
-        "channels-last": []}
+        "channels-last": [], "cudagraph-wrap": []}
     assert "tf32: proposed now, never tried in the record (1): L1_1" in text
     assert "IDS=L1_1\n" in text
 
@@ -110,3 +110,35 @@ def test_the_runner_summary_counts_stale_records_from_the_records_as_they_are_no
                                   "convolutions": False, "record_seconds": 50.0}) + "\n")
     assert kb.stale_ids([dict(old, seconds=50.0)], traces) == ["L1_1"]
     assert kb.stale_ids([dict(old, seconds=61.5)], traces) == []
+
+
+def _ok(origin, ms):
+    return {"origin": origin, "reason": "ok", "ms": ms, "n": 20}
+
+
+# A deep network on a loaded host: inductor slowed by its launches, the reference in graph replay
+# four times faster than the reference.
+LAUNCH_BOUND = [_ok("baseline:eager", 13.4), _ok("baseline:inductor", 26.7),
+                _ok("builtin:channels-last", 12.1), _ok("builtin:cudagraph", 3.5)]
+
+
+def test_records_without_the_graph_wraps_their_own_times_call_for_are_stale(tmp_path):
+    """Read off the record's times (the engine's round-2 rule run on them), so recurrent models
+    and records searched since the traces count too; a record with the wraps does not."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import kernelbench_runner as kb
+    rec = {"id": "L3_1", "status": "ok", "seconds": 61.5, "attempts": LAUNCH_BOUND}
+    assert trace_vs_records.new_graph_wraps(rec) == ["builtin:channels-last+cudagraph",
+                                                     "builtin:inductor+cudagraph"]
+    row = dict({"id": "L3_1", "recurrent": True}, **trace_vs_records.tried(rec))
+    assert trace_vs_records.stale([row])["cudagraph-wrap"] == ["L3_1"]
+    traces = tmp_path / "traces.jsonl"
+    traces.write_text(json.dumps({"id": "L3_1", "recurrent": True, "record_seconds": 50.0}) + "\n")
+    assert kb.stale_ids([rec], traces) == ["L3_1"]
+    done = dict(rec, attempts=LAUNCH_BOUND + [_ok("builtin:channels-last+cudagraph", 3.4),
+                                              _ok("builtin:inductor+cudagraph", 2.0)])
+    assert trace_vs_records.new_graph_wraps(done) == []
+    assert kb.stale_ids([done], traces) == []
+    compute_bound = dict(rec, attempts=[_ok("baseline:eager", 8.0), _ok("builtin:cudagraph", 7.9),
+                                        _ok("baseline:inductor", 7.0)])
+    assert kb.stale_ids([compute_bound], traces) == []
