@@ -33,7 +33,8 @@ Round 1 proposes what the task's own graph allows:
 Round 2 (GPU) wraps the fastest verified non-graph candidate so far (a baseline such as inductor,
 or a rewrite) in CUDA-graph replay where it is short, or wherever round 1 measured the graph
 launch-bound: the reference in graph replay saved at least a tenth of that candidate's time (then
-the fastest inductor-compiled candidate is wrapped too, whatever their length). Later rounds, or a round with nothing new, return [] so the search stops.
+the fastest inductor-compiled candidate is wrapped too, whatever their length). Later rounds, or
+a round with nothing new, return [] so the search stops.
 
 Every candidate is Python source of ``class ModelNew`` and goes through the verifier like any
 other; nothing here runs candidate code.
