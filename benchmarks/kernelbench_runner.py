@@ -88,6 +88,19 @@ def load_tasks(args) -> list[dict]:
     return rows
 
 
+def attempt_record(a) -> dict:
+    """One search attempt as the record keeps it: its time, phases and host figures, and why it
+    failed where it did (for the next session to read without a GPU)."""
+    t = a.timing
+    return ({"origin": a.candidate.origin, "reason": a.verdict.reason,
+             "ms": t.median_ms if t else None, "spread_ms": t.spread_ms if t else None,
+             "n": t.n if t else None, "seconds": round(a.seconds, 1),
+             "phases": a.verdict.stats.get("phases"), "host": _host(t)}
+            | ({"retimed": t.extra["retimed"]} if t and "retimed" in t.extra else {})
+            | ({"detail": a.verdict.detail[:300]}
+               if not a.verdict.accepted and a.verdict.detail else {}))
+
+
 def _host(timing) -> dict | None:
     """How quiet the host was during a timing: reserved CPUs, involuntary context switches."""
     if timing is None:
@@ -261,16 +274,7 @@ def run_task(row: dict, args, ceilings: dict) -> dict:
         rec.update(status="ok", eager_ms=res.eager_ms, inductor_ms=res.inductor_ms,
                    builtin_ms=w.timing.median_ms, builtin_winner=w.candidate.origin,
                    builtin_correct=bool(w.verdict.accepted),
-                   attempts=[{"origin": a.candidate.origin, "reason": a.verdict.reason,
-                              "ms": a.timing.median_ms if a.timing else None,
-                              "spread_ms": a.timing.spread_ms if a.timing else None,
-                              "n": a.timing.n if a.timing else None,
-                              "seconds": round(a.seconds, 1),
-                              "phases": a.verdict.stats.get("phases"),
-                              "host": _host(a.timing)}
-                             | ({"retimed": a.timing.extra["retimed"]}
-                                if a.timing and "retimed" in a.timing.extra else {})
-                             for a in res.attempts])
+                   attempts=[attempt_record(a) for a in res.attempts])
         # cudal1 with the replay engine also has the built-in candidates: its time is the better
         # of the built-in winner and the accepted CUDA-L1 solution.
         rec["replay_ms"] = w.timing.median_ms

@@ -330,3 +330,20 @@ def test_the_summary_counts_the_tasks_timed_on_the_python_loop(tmp_path):
     assert "Timed on the Python loop, not the native clock: 1 of the 2 tasks" in \
         _summary_text(kb, [native, python], at, tmp_path / "summary.md")
     assert kb.all_tasks_geomean([native], total=1)["python_clock"] == 0
+
+
+def test_a_failed_attempt_keeps_why_in_the_record():
+    """Read later without a GPU: a rejection's detail is kept (truncated), an accepted attempt's
+    time without one."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import kernelbench_runner as kb
+    from torch_cudal1.contracts import Attempt, Candidate, Timing, Verdict
+    crashed = Attempt(Candidate("x", "builtin:cudagraph"),
+                      Verdict.reject("crash", "RuntimeError: operation not permitted when stream "
+                                              "is capturing" + "!" * 400), seconds=6.3)
+    rec = kb.attempt_record(crashed)
+    assert rec["reason"] == "crash" and rec["ms"] is None
+    assert rec["detail"].startswith("RuntimeError: operation not permitted") and len(rec["detail"]) == 300
+    ok = kb.attempt_record(Attempt(Candidate("x", "baseline:eager"), Verdict.ok(),
+                                   Timing(1.5, 0.1, 20), seconds=2.0))
+    assert ok["ms"] == 1.5 and ok["n"] == 20 and "detail" not in ok
