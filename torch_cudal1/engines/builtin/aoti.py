@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import hashlib
 
+from .switched import auto_on_gpu
+
 WRAPPER = '''
 
 # --- cudal1 built-in: AOTInductor package of the ModelNew above -------------------------------
@@ -91,6 +93,4 @@ def wrap(source: str, doc: str = "AOTInductor package") -> str:
 
 def enabled(setting: str, device: str) -> bool:
     """``auto``: on a GPU (on a CPU the C++ build of every graph costs more than it saves)."""
-    if setting == "auto":
-        return str(device).startswith("cuda")
-    return setting == "on"
+    return auto_on_gpu(setting, device)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import torch
 
 from .cudnn_benchmark import _CONVOLUTIONS
-from .switched import op_name
+from .switched import auto_on_gpu, op_name
 
 WRAPPER = '''
 
@@ -82,9 +82,7 @@ def has_spatial_convolutions(gm: torch.fx.GraphModule) -> bool:
 
 def enabled(setting: str, device: str, convolutions: bool) -> bool:
     """``auto``: on a GPU, for graphs with 2-D or 3-D convolutions."""
-    if setting == "auto":
-        return str(device).startswith("cuda") and convolutions
-    return setting == "on"
+    return auto_on_gpu(setting, device, convolutions)
 
 
 def wrap(source: str, doc: str = "the module and its inputs in the channels-last layout") -> str:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 
 from . import switched
-from .switched import op_name
+from .switched import auto_on_gpu, op_name
 
 _CONVOLUTIONS = {"convolution", "_convolution", "cudnn_convolution",
                  "cudnn_convolution_transpose", "conv1d", "conv2d", "conv3d",
@@ -34,10 +34,7 @@ def has_convolutions(gm: torch.fx.GraphModule) -> bool:
 def enabled(setting: str, device: str, convolutions: bool) -> bool:
     """``auto``: on a GPU, for graphs with convolutions (and while the caller has not switched
     cuDNN's autotuning on already: then every candidate has it)."""
-    if setting == "auto":
-        return (str(device).startswith("cuda") and convolutions
-                and not torch.backends.cudnn.benchmark)
-    return setting == "on"
+    return auto_on_gpu(setting, device, convolutions and not torch.backends.cudnn.benchmark)
 
 
 def wrap(source: str, doc: str = "cuDNN's autotuning for this module's convolutions") -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from .switched import op_name
+from .switched import auto_on_gpu, op_name
 
 # ATen ops that max-autotune has templates for (after decomposition: linear -> addmm / mm,
 # matmul -> mm / bmm), and reductions whose block sizes it tunes
@@ -62,9 +62,7 @@ def has_tunable_ops(gm: torch.fx.GraphModule) -> bool:
 def enabled(setting: str, device: str, tunable: bool) -> bool:
     """``auto``: on a GPU, for graphs with such ops (on a CPU its C++ GEMM templates were not
     measured)."""
-    if setting == "auto":
-        return str(device).startswith("cuda") and tunable
-    return setting == "on"
+    return auto_on_gpu(setting, device, tunable)
 
 
 def over_budget(setting: str, shapes: int, timeout_s: float) -> bool:

@@ -42,6 +42,14 @@ def wrap(source: str, *, tag: str, title: str, doc: str, on: str, off: str) -> s
         .replace("{off}", off).replace("{tag}", tag).replace("{Tag}", tag.capitalize()))
 
 
+def auto_on_gpu(setting: str, device: str, applies: bool = True) -> bool:
+    """An ``auto | on | off`` option of a built-in family: ``auto`` proposes it on a GPU where
+    the graph has what it ``applies`` to."""
+    if setting == "auto":
+        return str(device).startswith("cuda") and applies
+    return setting == "on"
+
+
 def op_name(node: torch.fx.Node) -> str:
     """The ATen op's name without overload (``mm`` for ``aten.mm.default``), '' for other nodes."""
     if node.op != "call_function":

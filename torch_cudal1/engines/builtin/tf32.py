@@ -26,7 +26,7 @@ from __future__ import annotations
 import torch
 
 from . import switched
-from .switched import op_name
+from .switched import auto_on_gpu, op_name
 
 # ATen matrix products that cuBLAS runs, before and after decomposition
 _PRODUCTS = {"mm", "addmm", "bmm", "baddbmm", "addbmm", "matmul", "linear", "_addmm_activation",
@@ -48,9 +48,7 @@ def has_fp32_products(gm: torch.fx.GraphModule) -> bool:
 
 def enabled(setting: str, device: str, products: bool) -> bool:
     """``auto``: on a GPU, for graphs with float32 matrix products."""
-    if setting == "auto":
-        return str(device).startswith("cuda") and products
-    return setting == "on"
+    return auto_on_gpu(setting, device, products)
 
 
 def wrap(source: str, doc: str = "float32 matrix products on TF32 tensor cores") -> str:
