@@ -43,17 +43,18 @@ def test_reruns_report_the_host_probe_where_both_records_have_it(tmp_path, capsy
 def test_runner_phases_split_each_tasks_wall_time(tmp_path, capsys):
     import runner_phases
 
-    def attempt(wall, build, verify, timing, lock):
+    def attempt(wall, build, verify, timing, lock, **more):
         return {"phases": {"wall_s": wall, "build_s": build, "verify_s": verify, "time_s": timing,
-                           "lock_wait_s": lock}}
+                           "lock_wait_s": lock, **more}}
     recs = [{"id": "L1_1", "attempts": [attempt(10, 1, 2, 1, 4), attempt(20, 2, 3, 0, 5)]},
             {"id": "L1_2", "attempts": [{"origin": "no phases"}]},
-            {"id": "L1_3", "attempts": [attempt(5, 1, 1, 1, 0)]}]
+            {"id": "L1_3", "attempts": [attempt(5, 1, 1, 1, 0, reference_s=1, canary_s=1)]}]
     (tmp_path / "results.jsonl").write_text("\n".join(json.dumps(r) for r in recs) + "\n")
     t = runner_phases.task_phases(recs[0])
     assert (t["wall_s"], t["lock_wait_s"], t["other_s"], t["attempts"]) == (30, 9, 12, 2)
     assert runner_phases.main([str(tmp_path), "--since", "1"]) == 0
     out = capsys.readouterr().out
     assert "L1_1" not in out and "L1_2" not in out   # before --since; no phases recorded
-    assert "| 2 | L1_3 | 1 | 5 | 2 | 0 | 1 | 1 | 1 |" in out
-    assert out.rstrip().endswith("| | all | | 5 | 2 | 0 | 1 | 1 | 1 |")
+    # wall, other, lock wait, reference, build, verify, time, canary
+    assert "| 2 | L1_3 | 1 | 5 | 0 | 0 | 1 | 1 | 1 | 1 | 1 |" in out
+    assert out.rstrip().endswith("| | all | | 5 | 0 | 0 | 1 | 1 | 1 | 1 | 1 |")

@@ -63,6 +63,7 @@ def test_candidate_verdict(path, forkserver, build_cache, monkeypatch):
     if expect == "ok":
         assert timing is not None and timing.median_ms > 0 and timing.n >= 10
         assert verdict.stats["reference"] == "float64" and verdict.stats["references"] == "kept"
+        assert verdict.stats["canary"] == "kept"
     else:
         assert timing is None
         assert verdict.detail

@@ -160,3 +160,18 @@ def test_global_settings_on_cuda(name, tmp_path):
                     time_budget_s=0.5, build_cache_dir=str(tmp_path))
     expect = src.split("expect: ")[1].split()[0]
     assert v.reason == expect, v
+
+
+@pytest.mark.parametrize("name", ["reference_weights.py", "reference_float64_copy.py",
+                                  "reference_global_hook.py", "honest_own_hooks.py"])
+def test_reference_watched_on_cuda(name, tmp_path):
+    """The canary and the reach snapshot on the device: changed reference answers are caught
+    there too, and an honest candidate keeps its canary (no false alarm from GPU rounding)."""
+    src = (ADV / name).read_text()
+    task_name, expect = src.split("# task: ")[1].split("expect: ")
+    task = Task.from_file(ADV / "tasks" / f"{task_name.strip()}.py")
+    v, _ = evaluate(task, Candidate(src, origin=f"test:{name}"), device="cuda", timeout_s=300,
+                    time_budget_s=0.3, build_cache_dir=str(tmp_path))
+    assert v.reason == expect.split()[0], v.detail
+    if v.accepted:
+        assert v.stats["canary"] == "kept"

@@ -7,6 +7,7 @@ import torch
 
 from torch_cudal1.bench.timing import CheckFailed, quartiles, time_callable
 from torch_cudal1.verify import guards
+from torch_cudal1.verify.canary import Canary
 from torch_cudal1.verify.compare import check_real_tensor, compare
 from torch_cudal1.verify.errors import classify_exception, trim_build_log
 from torch_cudal1.verify.static import check_source
@@ -125,6 +126,7 @@ def test_real_tensor_check():
     "open(path, 'wb')",
     "exec('print(1)')",
     "import sys\nsys._getframe(1)",
+    "import inspect\ninspect.currentframe().f_back",
 ])
 def test_static_filter_rejects(src):
     reason, detail = check_source(src)
@@ -182,6 +184,47 @@ def test_guards_see_replacements():
     finally:
         torch.Tensor.clone = real_m
     assert guards.changed(snap) == []
+
+
+def test_guards_see_what_the_reference_reaches():
+    import types
+    task = types.ModuleType("cudal1_task_probe")
+
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            return torch.nn.functional.gelu(torch.ops.aten.mm.default(x, x))
+    Model.__module__ = task.__name__
+    task.Model = Model
+    Model()(torch.randn(4, 4))   # loads the ATen overload it calls
+    reached = guards.reach(task)
+    assert guards.changed(reached, task, reached=True) == []
+    for owner, name, fake in [(torch.nn.functional, "gelu", lambda x: x),
+                              (torch, "diag", lambda x: x),
+                              (Model, "forward", lambda self, x: x),
+                              (torch.nn.Linear, "forward", lambda self, x: x),
+                              (torch.ops.aten.mm, "default", lambda a, b: a)]:
+        real = vars(owner)[name]
+        try:
+            setattr(owner, name, fake)
+            assert guards.changed(reached, task, reached=True), (owner, name)
+        finally:
+            setattr(owner, name, real)
+    assert guards.changed(reached, task, reached=True) == []
+
+
+def test_canary_sees_changed_answers_and_skips_a_random_reference():
+    model = torch.nn.Linear(300, 300)
+    x = torch.randn(400, 300)
+    with torch.no_grad():
+        canary = Canary(lambda: (model(x), None), 1)
+        canary.take()
+        assert canary.off == "" and canary.check() == ""
+        assert canary.idx[0] is not None   # 120000 elements: sampled, not kept whole
+        model.weight[7, 3] += 1.0   # one weight: a column of answers moves
+        assert "mismatch" in canary.check()
+        noisy = Canary(lambda: (torch.randn(10), None), 2)
+        noisy.take()
+        assert noisy.off and noisy.check() == ""
 
 
 def test_quartiles():

@@ -3,9 +3,12 @@
 Order of work (each step can end it with a verdict):
 
 1. snapshot the harness's functions (guards), install the audit hook (sandbox);
-2. import the candidate (its builds happen here or in its constructor) -> build_error / crash;
-3. build reference and candidate under one seed; from here on every input draw is seeded from
-   ``os.urandom``, so nothing the candidate saw can predict the inputs;
+2. build the reference (native and float64) under one seed and take the canary: its answers to
+   one fresh draw, before any candidate code runs (``canary.py``), then snapshot what its forward
+   reaches (``guards.reach``); every input draw is seeded from ``os.urandom``, so nothing the
+   candidate saw can predict the inputs;
+3. import the candidate (its builds happen here or in its constructor) -> build_error / crash;
+   build it under the reference's seed;
 4. per draw, the candidate runs FIRST (freed blocks of earlier reference outputs are poisoned
    beforehand), its output is snapshotted at return, then the references (native dtype and
    float64) run; checks: exact tensors, async work, input mutation, values, tampering (the
@@ -15,6 +18,10 @@ Order of work (each step can end it with a verdict):
    same input buffers refilled in place, a second run on the same input (nondeterminism), a run
    under a different global RNG state (seed dependence);
 6. timing with outputs checked during it, and the refill check again after it.
+
+The canary's answers are checked again after verification and after timing: a candidate that
+changed what the reference computes is ``timer_tampering``, as one that rebinds what it reaches
+is at the next call's guard.
 
 Writes ``result.json``: {"verdict": Verdict, "timing": Timing | None, "build_dir": str | None,
 "phases": {name: seconds}}.
@@ -43,6 +50,7 @@ from . import compile_lock, guards, sandbox  # noqa: E402
 from .compare import check_real_tensor, compare, flatten_outputs, pieces  # noqa: E402
 from .errors import classify_exception  # noqa: E402
 from .runner import CANDIDATE_FILE, REAL_INPUTS_FILE, REQUEST_FILE, RESULT_FILE  # noqa: E402
+from .canary import Canary  # noqa: E402
 from .references import References  # noqa: E402
 from .state import ModuleState  # noqa: E402
 from ..bench.device_lock import DeviceLock  # noqa: E402
@@ -130,6 +138,7 @@ class Harness:
         self.check_stride = bool(req.get("check_stride", False))
         self.lock = DeviceLock("cpu", directory="")   # inactive until run() knows the device
         self.stateful = False   # the reference keeps state across calls (_detect_state)
+        self.reached: dict | None = None   # guards.reach() once the reference has run
 
     # -- helpers ------------------------------------------------------------------------------
     def cmp(self, native, got, hi):
@@ -137,8 +146,44 @@ class Harness:
 
     def guard(self, when: str) -> None:
         bad = guards.changed(self.snap)
+        if self.reached is not None:
+            bad += guards.changed(self.reached, self.task, reached=True)
         if bad:
-            raise Reject("timer_tampering", f"{when}: replaced {', '.join(sorted(bad)[:6])}")
+            raise Reject("timer_tampering", f"{when}: changed {', '.join(sorted(bad)[:6])}")
+
+    def _build_reference(self, init) -> None:
+        torch.manual_seed(self.seed0)
+        with global_settings.applied(self.settings):
+            self.ref = self.task.Model(*init).to(self.device).eval()
+        try:
+            self.ref_hi = copy.deepcopy(self.ref).double()
+        except Exception:  # noqa: BLE001
+            self.ref_hi = None
+        # the reference's state as constructed (buffers, tensor attributes); the candidate's only
+        # once the reference proves stateful (_detect_state), before its first call
+        self.ref_state, self.hi_state = ModuleState(self.ref), ModuleState(self.ref_hi)
+
+    def _canary_answer(self):
+        """The reference's answers to the canary draw, from its state at construction."""
+        torch.manual_seed(self.canary_seed)
+        inputs = [_to(x, self.device) for x in self.task.get_inputs()]
+        torch.manual_seed(_fresh_seed())
+        for state in (self.ref_state, self.hi_state):
+            state.restore()
+        try:
+            with self.lock.shared():
+                return self._reference(inputs)
+        finally:
+            for state in (self.ref_state, self.hi_state):
+                state.restore()
+
+    def canary_check(self, when: str) -> None:
+        t0 = time.monotonic()
+        differs = self.canary.check()
+        self.phases["canary_s"] = self.phases.get("canary_s", 0.0) + time.monotonic() - t0
+        if differs:
+            raise Reject("timer_tampering", f"{when}: the reference's answer to an input the "
+                                            f"candidate never saw changed ({differs[:300]})")
 
     def poison(self) -> None:
         """Overwrite freed allocator blocks of the sizes outputs had, so ``torch.empty`` in the
@@ -286,6 +331,20 @@ class Harness:
         if "torch._dynamo" in sys.modules:   # a compile on a first call lets go of the lock
             compile_lock.install(self.lock)
         sandbox.install(self.write_roots, self._violation, shared=not self.req.get("isolate"))
+        # The reference, and its answer to a draw the candidate never sees, before any of the
+        # candidate's code runs (canary.py).
+        t_ref = time.monotonic()
+        init = self.task.get_init_inputs()
+        self.seed0 = _fresh_seed()
+        self._build_reference(init)
+        self.canary_seed = _fresh_seed()   # the draw's; the sampled positions' below
+        self.canary = Canary(self._canary_answer, _fresh_seed())
+        with torch.no_grad():
+            self.canary.take()
+        if self.canary.off:   # its calls moved state that cannot be put back: as constructed again
+            self._build_reference(init)
+        self.reached = guards.reach(self.task)   # its operators are loaded now
+        self.phases["reference_s"] = time.monotonic() - t_ref   # built, canary taken
         t0 = time.monotonic()
         try:
             cand = load_source((wd / CANDIDATE_FILE).read_text(), "cudal1_candidate",
@@ -296,15 +355,6 @@ class Harness:
         self.guard("after import")
         if not isinstance(getattr(cand, "ModelNew", None), type):
             raise Reject("no_model_new", "candidate defines no class ModelNew")
-        init = self.task.get_init_inputs()
-        self.seed0 = _fresh_seed()
-        torch.manual_seed(self.seed0)
-        with global_settings.applied(self.settings):   # its construction is not the candidate's
-            self.ref = self.task.Model(*init).to(self.device).eval()
-        try:
-            self.ref_hi = copy.deepcopy(self.ref).double()
-        except Exception:  # noqa: BLE001
-            self.ref_hi = None
         torch.manual_seed(self.seed0)
         try:
             self.new = cand.ModelNew(*init)
@@ -319,14 +369,13 @@ class Harness:
         self.scoped = global_settings.describe(changes) if changes else None
         self.phases["build_s"] = time.monotonic() - t0
         self.guard("after construction")
-        # The reference's state as constructed (buffers, tensor attributes); the candidate's only
-        # once the reference proves stateful (_detect_state), before its first call.
-        self.ref_state, self.hi_state = ModuleState(self.ref), ModuleState(self.ref_hi)
         with torch.no_grad():
             with self.lock.shared():   # all of verification's device work, not only the calls
                 result = self._verify()
+            self.canary_check("after verification")
             if req.get("time_it"):
                 result["timing"] = self._time().to_json()
+                self.canary_check("after timing")
         leaked = global_settings.leaks(self.settings)
         if leaked:
             raise Reject("global_state", "its calls change process-wide settings: "
@@ -434,7 +483,9 @@ class Harness:
                                       references="kept" if expected.keep else "recomputed",
                                       reference="float64" if self.ref_hi is not None else "native",
                                       checker="native" if self.checker is not None else "python",
-                                      stateful=self.stateful).to_json()}
+                                      stateful=self.stateful,
+                                      canary=f"off: {self.canary.off}" if self.canary.off
+                                      else "kept").to_json()}
 
     def _detect_state(self, inputs) -> None:
         """A reference that answers one input differently on a second call, and as the first

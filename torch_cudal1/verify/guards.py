@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import builtins
 import os
+import types
 import random
 import statistics
 import sys
@@ -97,10 +98,79 @@ def snapshot() -> dict:
     return snap
 
 
-def changed(before: dict) -> list[str]:
-    """Names whose object is no longer the one in ``before``."""
-    now = snapshot()
-    return [k for k, v in before.items() if now.get(k, _MISSING) is not v]
+# What a reference's forward calls through, besides the task's own module: patched there (say
+# ``torch.diag = ...`` at import), reference and candidate would agree on wrong answers.
+_REACH_MODULES = ("torch", "torch.nn.functional", "torch._C._nn", "torch.linalg", "torch.fft",
+                  "torch.special")
+# Rebound by torch itself: on Dynamo's import (``snapshot`` watches it, taken after that import)
+# and, for generation tagging, on a first compile (construction is done by then).
+_REBOUND_BY_TORCH = ("torch.manual_seed", "torch.nn.modules.module.Module.__init__",
+                     "torch.nn.modules.module.Module.__setstate__")
+
+
+# Hooks every module's forward runs, the reference's too (``register_module_forward_pre_hook``).
+_GLOBAL_HOOKS = ("_global_forward_pre_hooks", "_global_forward_hooks",
+                 "_global_forward_hooks_always_called")
+
+
+class _Contents(tuple):
+    """A registry's contents (ids), compared by value: an added entry counts as a change."""
+
+
+def _callables(prefix: str, namespace: dict, snap: dict) -> None:
+    for k, v in list(namespace.items()):
+        if (callable(v) or isinstance(v, (staticmethod, classmethod, property))) \
+                and not isinstance(v, types.ModuleType):
+            snap[f"{prefix}.{k}"] = v
+
+
+def reach(task_module=None) -> dict:
+    """Map "owner.name" -> object for what a reference's forward reaches: torch's functional
+    namespaces, Tensor's methods, every ``nn.Module`` class's methods, the global module hooks,
+    the ATen operators loaded so far (an FX graph's ``torch.ops.aten.X.default``) and the task module's globals and
+    classes. Taken once the reference has run, so that the operators it uses are loaded."""
+    snap: dict = {}
+    for name in _REACH_MODULES:
+        mod = sys.modules.get(name)
+        if mod is not None:
+            _callables(name, vars(mod), snap)
+    for cls in (torch.Tensor, torch._C.TensorBase):
+        for k, v in list(vars(cls).items()):
+            snap[f"{cls.__module__}.{cls.__name__}.{k}"] = v
+    for name, mod in list(sys.modules.items()):
+        if name.startswith("torch.nn.modules.") and mod is not None:
+            for k, c in list(vars(mod).items()):
+                if isinstance(c, type) and issubclass(c, torch.nn.Module) and c.__module__ == name:
+                    _callables(f"{name}.{k}", vars(c), snap)
+    registry = sys.modules["torch.nn.modules.module"]
+    for name in _GLOBAL_HOOKS:
+        hooks = getattr(registry, name, None)
+        if isinstance(hooks, dict):
+            snap[f"torch.nn.modules.module.{name}"] = _Contents(
+                (k, id(v)) for k, v in hooks.items())
+    for k, packet in list(vars(torch.ops.aten).items()):
+        if isinstance(packet, torch._ops.OpOverloadPacket):
+            snap[f"torch.ops.aten.{k}"] = packet
+            for o, op in list(vars(packet).items()):
+                if isinstance(op, torch._ops.OpOverload):
+                    snap[f"torch.ops.aten.{k}.{o}"] = op
+    if task_module is not None:
+        name = task_module.__name__
+        _callables(name, vars(task_module), snap)
+        for k, c in list(vars(task_module).items()):
+            if isinstance(c, type) and c.__module__ == name:
+                _callables(f"{name}.{k}", vars(c), snap)
+    for k in _REBOUND_BY_TORCH:
+        snap.pop(k, None)
+    return snap
+
+
+def changed(before: dict, task_module=None, *, reached: bool = False) -> list[str]:
+    """Names whose object is no longer the one in ``before`` (a ``snapshot()``, or with
+    ``reached`` a ``reach(task_module)``)."""
+    now = reach(task_module) if reached else snapshot()
+    return [k for k, v in before.items()
+            if (now.get(k) != v if isinstance(v, _Contents) else now.get(k, _MISSING) is not v)]
 
 
 _MISSING = object()

@@ -1,7 +1,8 @@
 """Run-time limits of the verifier's child: memory limit and an audit hook.
 
 The audit hook (PEP 578) is the second line behind ``static.py``: it sees process creation,
-sockets, ``ctypes.dlopen`` of libc and file writes, however the candidate spelled them. Builds are
+sockets, ``ctypes.dlopen`` of libc, file writes and walks of the heap (``gc.get_objects``),
+however the candidate spelled them. Builds are
 allowed to run their compilers: a subprocess is allowed when the code that asked for it lives in
 an installed library (torch's cpp_extension runs ninja, Triton runs ptxas and cc), never when the
 candidate's own file asked for it. A violation ends the child at once with a ``forbidden_call``
@@ -21,6 +22,8 @@ _STDLIB = tuple({os.path.realpath(p) + os.sep for p in (
 _PROC_EVENTS = {"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork",
                 "os.forkpty", "pty.spawn", "os.kill", "os.killpg"}
 _NET_EVENTS = {"socket.connect", "socket.bind", "socket.sendto", "socket.getaddrinfo"}
+# Walking the heap finds the reference model and the harness (to change what they compute).
+_GC_EVENTS = {"gc.get_objects", "gc.get_referrers", "gc.get_referents"}
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
 
@@ -71,6 +74,9 @@ def install(allowed_write_roots: list[str], on_violation, shared: bool = True) -
                     on_violation(f"{event} {str(args)[:200]}")
             elif event in _NET_EVENTS:
                 on_violation(f"{event} {str(args)[:200]}")
+            elif event in _GC_EVENTS:
+                if not _caller_is_library():
+                    on_violation(event)
             elif event == "ctypes.dlopen":
                 name = str(args[0] if args else "")
                 base = os.path.basename(name)

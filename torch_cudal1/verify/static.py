@@ -21,6 +21,7 @@ FORBIDDEN_CALLS = {
     ("os", "chmod"), ("os", "chdir"), ("os", "_exit"), ("os", "abort"), ("sys", "exit"),
     ("sys", "settrace"), ("sys", "setprofile"), ("sys", "addaudithook"), ("sys", "_getframe"),
     ("gc", "get_objects"), ("gc", "get_referrers"), ("importlib", "reload"),
+    ("inspect", "currentframe"), ("inspect", "stack"), ("inspect", "getouterframes"),
 }
 FORBIDDEN_BUILTINS = {"exec", "eval", "compile", "__import__", "breakpoint", "exit", "quit"}
 LIBC_NAMES = ("libc", "libpthread", "libdl")
