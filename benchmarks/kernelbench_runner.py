@@ -97,6 +97,8 @@ def attempt_record(a) -> dict:
              "n": t.n if t else None, "seconds": round(a.seconds, 1),
              "phases": a.verdict.stats.get("phases"), "host": _host(t)}
             | ({"retimed": t.extra["retimed"]} if t and "retimed" in t.extra else {})
+            | ({"paired_ref_ms": t.extra["paired_ref_ms"]} if t and t.extra.get("paired_ref_ms")
+               else {})
             | ({"detail": a.verdict.detail[:300]}
                if not a.verdict.accepted and a.verdict.detail else {}))
 
@@ -259,7 +261,8 @@ def run_task(row: dict, args, ceilings: dict) -> dict:
         from concurrent.futures import ThreadPoolExecutor
         pool = ThreadPoolExecutor(1, thread_name_prefix="kb-replay")
         replay = pool.submit(evaluate, task, cand, device=args.device, trials=opts.trials,
-                             timeout_s=min(args.task_timeout, 300.0))
+                             timeout_s=min(args.task_timeout, 300.0),
+                             pair_reference=opts.pairs_reference(args.device))
         pool.shutdown(wait=False)
     lines = []
     try:
@@ -275,6 +278,8 @@ def run_task(row: dict, args, ceilings: dict) -> dict:
                    builtin_ms=w.timing.median_ms, builtin_winner=w.candidate.origin,
                    builtin_correct=bool(w.verdict.accepted),
                    attempts=[attempt_record(a) for a in res.attempts])
+        if w.timing.paired_speedup:   # eager timed in the winner's own child, right after it
+            rec["builtin_paired_speedup"] = w.timing.paired_speedup
         # cudal1 with the replay engine also has the built-in candidates: its time is the better
         # of the built-in winner and the accepted CUDA-L1 solution.
         rec["replay_ms"] = w.timing.median_ms
@@ -285,14 +290,16 @@ def run_task(row: dict, args, ceilings: dict) -> dict:
                 # out of device memory or time beside the search's children (its timings wait
                 # for theirs): a property of the crowd, not of the solution; once more, alone
                 verdict, timing = evaluate(task, cand, device=args.device, trials=opts.trials,
-                                           timeout_s=min(args.task_timeout, 300.0))
+                                           timeout_s=min(args.task_timeout, 300.0),
+                                           pair_reference=opts.pairs_reference(args.device))
             rec["replay_candidate"] = {"origin": cand.origin, "accepted": verdict.accepted,
                                        "reason": verdict.reason, "detail": verdict.detail[:300],
                                        "ms": timing.median_ms if timing else None,
                                        "spread_ms": timing.spread_ms if timing else None,
                                        "n": timing.n if timing else None,
                                        "phases": verdict.stats.get("phases"),
-                                       "host": _host(timing)}
+                                       "host": _host(timing),
+                                       "paired_speedup": timing.paired_speedup if timing else None}
             # by the search's own rule, as if the solution had been one more candidate: the
             # fastest, and beyond the noise of the best baseline
             base = min((a for a in res.attempts if a.candidate.origin.startswith("baseline:")
@@ -403,6 +410,11 @@ def write_markdown(records: list[dict], summary: dict, ceilings: dict, path: Pat
             L += ["", f"Timed on the Python loop, not the native clock: {at['python_clock']} of the "
                   f"{at['measured']} tasks (the loop's own host time sits inside their launch-bound "
                   "samples; build the helpers with `cudal1 bench --native` first)."]
+        if at.get("paired_tasks"):
+            L += ["", f"With eager timed in the built-in winner's own verifier child, right after "
+                  f"it (`pair_reference`): {at['paired_tasks']} tasks, geomean over eager "
+                  f"{at['paired_geomean']:.3f}; the same tasks with eager from its own child: "
+                  f"{at['unpaired_geomean_same_tasks']:.3f}."]
         if at.get("stale"):
             L += ["", f"Searched without a candidate family the built-in engine proposes from their "
                   f"graph now: {at['stale']} of the {at['measured']} tasks (mostly searched before "
@@ -461,6 +473,11 @@ def all_tasks_geomean(records: list[dict], total: int) -> dict:
         out[count] = sum(1 for r in ok if tag in str(r.get("builtin_winner")))
     out["measured"] = len(ok)
     out["python_clock"] = sum(1 for r in ok if timed_on_python_clock(r))
+    paired = [r for r in ok if r.get("builtin_paired_speedup") and r.get("builtin_ms")]
+    if paired:   # the same tasks both ways: what the host's drift between children did
+        out["paired_tasks"] = len(paired)
+        out["paired_geomean"] = _geo([r["builtin_paired_speedup"] for r in paired])
+        out["unpaired_geomean_same_tasks"] = _geo([r["eager_ms"] / r["builtin_ms"] for r in paired])
     return out
 
 

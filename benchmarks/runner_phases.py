@@ -1,6 +1,6 @@
 """Where the KernelBench runner's time goes, per task: its attempts' wall time split into the
 verifier child's phases (the reference built and its canary taken, build, verify, time, the
-canary's checks, device-lock wait) and the rest (the child's start,
+reference's paired timing, the canary's checks, device-lock wait) and the rest (the child's start,
 imports and CUDA context, the parent's work), from the records' per-attempt ``phases``.
 
     PYTHONPATH=. python3 benchmarks/runner_phases.py benchmarks/results/h200/kernelbench [--since N]
@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-PHASES = ("reference_s", "build_s", "verify_s", "time_s", "canary_s", "lock_wait_s")
+PHASES = ("reference_s", "build_s", "verify_s", "time_s", "time_ref_s", "canary_s", "lock_wait_s")
 
 
 def task_phases(record: dict) -> dict:
@@ -36,7 +36,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     lines = (Path(args.results) / "results.jsonl").read_text().splitlines()
     cols = ("wall_s", "other_s", "lock_wait_s", "reference_s", "build_s", "verify_s", "time_s",
-            "canary_s")
+            "time_ref_s", "canary_s")
     print("| line | task | attempts | " + " | ".join(cols) + " |")
     print("|---|---|---|" + "---|" * len(cols))
     total = dict.fromkeys(cols, 0.0)

@@ -347,3 +347,24 @@ def test_a_failed_attempt_keeps_why_in_the_record():
     ok = kb.attempt_record(Attempt(Candidate("x", "baseline:eager"), Verdict.ok(),
                                    Timing(1.5, 0.1, 20), seconds=2.0))
     assert ok["ms"] == 1.5 and ok["n"] == 20 and "detail" not in ok
+
+
+def test_records_and_the_summary_keep_the_paired_eager_figure(tmp_path):
+    """Eager timed in the winner's own child: the record keeps the ratio and the summary sets it
+    beside the figure from separate children, on the same tasks."""
+    kb = _kb()
+    from torch_cudal1.contracts import Attempt, Candidate, Timing, Verdict
+    rec = kb.attempt_record(Attempt(Candidate("x", "baseline:inductor"), Verdict.ok(),
+                                    Timing(1.0, 0.1, 20, extra={"paired_ref_ms": 3.0})))
+    assert rec["paired_ref_ms"] == 3.0
+    drifted = {"id": "L3_1", "level": 3, "status": "ok", "eager_ms": 8.0, "inductor_ms": 2.0,
+               "builtin_ms": 2.0, "builtin_winner": "baseline:inductor", "replay_ms": 2.0,
+               "builtin_paired_speedup": 2.0, "attempts": [_att("baseline:eager", 8.0)]}
+    unpaired = dict(drifted, id="L3_2", builtin_paired_speedup=None)
+    at = kb.all_tasks_geomean([drifted, unpaired], total=2)
+    assert at["paired_tasks"] == 1
+    assert abs(at["paired_geomean"] - 2.0) < 1e-9 and abs(at["unpaired_geomean_same_tasks"] - 4.0) < 1e-9
+    assert "right after it (`pair_reference`): 1 tasks, geomean over eager 2.000; the same tasks " \
+           "with eager from its own child: 4.000" in _summary_text(kb, [drifted, unpaired], at,
+                                                                   tmp_path / "summary.md")
+    assert "paired_tasks" not in kb.all_tasks_geomean([unpaired], total=1)

@@ -55,6 +55,6 @@ def test_runner_phases_split_each_tasks_wall_time(tmp_path, capsys):
     assert runner_phases.main([str(tmp_path), "--since", "1"]) == 0
     out = capsys.readouterr().out
     assert "L1_1" not in out and "L1_2" not in out   # before --since; no phases recorded
-    # wall, other, lock wait, reference, build, verify, time, canary
-    assert "| 2 | L1_3 | 1 | 5 | 0 | 0 | 1 | 1 | 1 | 1 | 1 |" in out
-    assert out.rstrip().endswith("| | all | | 5 | 0 | 0 | 1 | 1 | 1 | 1 | 1 |")
+    # wall, other, lock wait, reference, build, verify, time, paired reference, canary
+    assert "| 2 | L1_3 | 1 | 5 | 0 | 0 | 1 | 1 | 1 | 1 | 0 | 1 |" in out
+    assert out.rstrip().endswith("| | all | | 5 | 0 | 0 | 1 | 1 | 1 | 1 | 0 | 1 |")

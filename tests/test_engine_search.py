@@ -170,3 +170,28 @@ def test_keep_workdirs_leaves_each_candidates_source_and_child_log(tmp_path):
     assert res.workroot.exists()
     res.cleanup()
     assert not res.workroot.exists()
+
+
+def test_pair_reference_times_eager_in_each_candidates_own_child(tmp_path):
+    """With pair_reference on, every timed attempt carries the reference's time from its own
+    child and the winner's summary the ratio; off, neither appears."""
+    from torch_cudal1.task import Task
+    opts = Options.resolve({"engine": "builtin", "baselines": "eager", "trials": 2, "rounds": 0,
+                            "cache_dir": str(tmp_path / "cache"), "progress": False,
+                            "pair_reference": "on"}, env={})
+    lines = []
+    res = run_search(Task(STATEFUL, name="paired"), opts, "cpu", key="p", progress=lines.append)
+    try:
+        (eager,) = res.attempts
+        assert eager.timing.extra["paired_ref_ms"] > 0 and eager.timing.extra["paired_ref_n"] >= 10
+        assert res.summary()["paired_speedup_vs_eager"] == eager.timing.paired_speedup > 0
+        assert "paired)" in lines[1] and "with eager timed in its own child" in lines[-1]
+        assert eager.verdict.stats["phases"]["time_ref_s"] > 0
+    finally:
+        res.cleanup()
+    off = run_search(Task(STATEFUL, name="unpaired"), _stateful_opts(tmp_path), "cpu", key="u")
+    try:
+        assert "paired_ref_ms" not in off.winner.timing.extra
+        assert off.summary()["paired_speedup_vs_eager"] is None
+    finally:
+        off.cleanup()

@@ -26,7 +26,8 @@ def test_unknown_key_lists_valid_keys():
     assert "roundz" in str(e.value) and "rounds" in str(e.value) and "cache_dir" in str(e.value)
 
 
-@pytest.mark.parametrize("bad", [{"mode": "sometimes"}, {"rounds": "many"}, {"strict": "perhaps"}])
+@pytest.mark.parametrize("bad", [{"mode": "sometimes"}, {"rounds": "many"}, {"strict": "perhaps"},
+                                 {"pair_reference": "always"}])
 def test_invalid_values_are_clear_errors(bad):
     with pytest.raises(ValueError):
         Options.resolve(bad, env={})
@@ -43,3 +44,10 @@ def test_unknown_key_through_torch_compile_raises_value_error(cache_dir):
         if exc in chain:
             break
     assert any(isinstance(x, ValueError) and "valid options" in str(x) for x in chain)
+
+
+def test_pair_reference_is_on_by_default_on_a_gpu_only():
+    opts = Options.resolve({}, env={})
+    assert opts.pairs_reference("cuda:0") and not opts.pairs_reference("cpu")
+    assert Options.resolve({}, env={"CUDAL1_PAIR_REFERENCE": "on"}).pairs_reference("cpu")
+    assert not Options.resolve({"pair_reference": "off"}, env={}).pairs_reference("cuda")

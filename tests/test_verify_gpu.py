@@ -65,9 +65,10 @@ def test_cuda_fault_is_a_crash_verdict(tmp_path):
 
 def test_honest_on_cuda_timing_fields(tmp_path):
     src = (ADV / "honest_diag_broadcast.py").read_text()
-    v, t = _eval(src, build_cache_dir=str(tmp_path), cuda_graph=True)
+    v, t = _eval(src, build_cache_dir=str(tmp_path), cuda_graph=True, pair_reference=True)
     assert v.accepted, v.detail
     assert t.method == "cuda_events_l2flush_synced" and t.median_ms > 0
+    assert t.extra["paired_ref_ms"] > 0 and t.paired_speedup > 0
     assert t.extra["l2_flush_bytes"] >= 64 * 2**20
     assert t.extra["events_ms"] <= t.median_ms * 1.5
     assert t.extra.get("cuda_graph_ms", 0) > 0

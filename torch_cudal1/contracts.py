@@ -75,6 +75,13 @@ class Timing:
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
 
+    @property
+    def paired_speedup(self) -> float | None:
+        """The reference's time over this one's, the reference timed right after it in the same
+        verifier child (option ``pair_reference``); None where it was not."""
+        ref = self.extra.get("paired_ref_ms")
+        return ref / self.median_ms if ref and self.median_ms > 0 else None
+
     @classmethod
     def from_json(cls, d: dict | None) -> "Timing | None":
         return None if d is None else cls(**d)

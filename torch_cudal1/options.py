@@ -46,6 +46,7 @@ class Options:
     arbitrate: str = "auto"          # time the winner against the user's graph (eager, inductor) in-process: auto (GPU) | on | off
     arbitrate_max_autotune: str = "auto"  # the arbiter also times the user's graph through inductor max-autotune (and, with arbitrate_cudagraph, replayed as a CUDA graph): auto (GPU, where the search's own max-autotune attempt came within 2x of its winner and its templates run on tensor cores: bf16/fp16, or TF32 allowed) | on | off; costs its compile (2-80 s per graph on real models)
     arbitrate_cudagraph: str = "auto"  # the arbiter also times inductor's code on the user's graph replayed as a CUDA graph: auto (on a GPU) | on (the same; kept for scripts) | off
+    pair_reference: str = "auto"     # time the reference right after each candidate in the candidate's own verifier child, for speedups over eager free of the host's drift between children: auto (GPU) | on | off; costs up to one more timing window per candidate
     log_level: str = "INFO"          # DEBUG | INFO | WARNING | ERROR
     progress: bool = True            # one line per candidate on stderr
     capture_limit_mb: float = 64.0   # real inputs larger than this are not stored as test vectors
@@ -108,7 +109,7 @@ class Options:
         self.arbitrate_cudagraph = {"true": "on", "1": "on", "yes": "on", "false": "off", "0": "off",
                                     "no": "off"}.get(flag, flag)
         for name in ("aoti", "max_autotune", "tf32", "cudnn_benchmark", "channels_last", "arbitrate",
-                     "arbitrate_cudagraph", "arbitrate_max_autotune"):
+                     "arbitrate_cudagraph", "arbitrate_max_autotune", "pair_reference"):
             if getattr(self, name) not in ("auto", "on", "off"):
                 raise ValueError(f"torch_cudal1 option {name}={getattr(self, name)!r}; expected one "
                                  "of auto, on, off")
@@ -121,6 +122,10 @@ class Options:
     @property
     def cache_path(self) -> Path:
         return Path(self.cache_dir).expanduser()
+
+    def pairs_reference(self, device: str) -> bool:
+        return self.pair_reference == "on" or (self.pair_reference == "auto"
+                                               and str(device).startswith("cuda"))
 
     def baseline_names(self) -> list[str]:
         return [b.strip() for b in self.baselines.split(",") if b.strip()]

@@ -71,6 +71,7 @@ class SearchResult:
                 "winner_ms": w.timing.median_ms if w.timing else None,
                 "eager_ms": self.eager_ms, "inductor_ms": self.inductor_ms,
                 "speedup_vs_eager": w.speedup_vs_eager, "speedup_vs_inductor": w.speedup_vs_inductor,
+                "paired_speedup_vs_eager": w.timing.paired_speedup if w.timing else None,
                 "rounds_run": self.rounds_run, "candidates_tried": self.candidates_tried,
                 "candidates_accepted": self.candidates_accepted, "seconds": round(self.seconds, 3),
                 "complete": self.complete, "stop_reason": self.stop_reason}
@@ -102,10 +103,12 @@ def _fmt_line(a: Attempt) -> str:
     status = "accepted" if v.accepted else f"rejected ({v.reason})"
     t = f"{a.timing.median_ms:9.4f} ms ±{a.timing.spread_ms:.4f}" if a.timing else " " * 22
     se = f"x{a.speedup_vs_eager:.2f} eager" if a.speedup_vs_eager else ""
+    paired = a.timing.paired_speedup if a.timing else None
+    se += f" (x{paired:.2f} paired)" if paired else ""
     si = f"x{a.speedup_vs_inductor:.2f} inductor" if a.speedup_vs_inductor else ""
     c = a.candidate
     where = "baseline" if c.origin.startswith("baseline:") else f"r{c.round}s{c.sample}"
-    line = f"{where:8} {c.origin:34} {status:28} {t} {se:13} {si}"
+    line = f"{where:8} {c.origin:34} {status:28} {t} {se:27} {si}"
     if not v.accepted and v.detail:
         line += f"  {v.detail.splitlines()[0][:160]}"
     return line.rstrip()
@@ -198,7 +201,8 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
         t0 = time.monotonic()
         verdict, timing = evaluate(task, cand, device=device, trials=options.trials,
                                    timeout_s=options.verify_timeout_s, workdir=str(wd),
-                                   capture_limit_mb=options.capture_limit_mb)
+                                   capture_limit_mb=options.capture_limit_mb,
+                                   pair_reference=options.pairs_reference(device))
         a = Attempt(cand, verdict, timing if verdict.accepted else None,
                     seconds=time.monotonic() - t0)
         if not record:
@@ -321,6 +325,8 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
                           keep_workdirs=bool(keep))
     say(f"winner: {winner.candidate.origin} {winner.timing.median_ms:.4f} ms"
         + (f", x{winner.speedup_vs_eager:.2f} over eager" if winner.speedup_vs_eager else "")
+        + (f" (x{winner.timing.paired_speedup:.2f} with eager timed in its own child)"
+           if winner.timing.paired_speedup else "")
         + (f", x{winner.speedup_vs_inductor:.2f} over inductor" if winner.speedup_vs_inductor else "")
         + f" ({result.candidates_tried} candidates tried, {result.candidates_accepted} accepted, "
           f"{result.seconds:.1f} s; stop: {stop_reason})")

@@ -17,7 +17,8 @@ Order of work (each step can end it with a verdict):
 5. anti-caching: earlier outputs unchanged (aliasing), the draws again in shuffled order, the
    same input buffers refilled in place, a second run on the same input (nondeterminism), a run
    under a different global RNG state (seed dependence);
-6. timing with outputs checked during it, and the refill check again after it.
+6. timing with outputs checked during it, and the refill check again after it; with
+   ``pair_reference``, the reference timed right after it under the same lock.
 
 The canary's answers are checked again after verification and after timing: a candidate that
 changed what the reference computes is ``timer_tampering``, as one that rebinds what it reaches
@@ -572,8 +573,27 @@ class Harness:
             host: dict = {}
             with timing_cpus(host):   # and a quiet host CPU where cores are reserved for it
                 timing = self._time_alone()
+                if self.req.get("pair_reference"):
+                    timing.extra.update(self._time_reference())
             timing.extra.update(host)
             return timing
+
+    def _time_reference(self) -> dict:
+        """The reference timed right after the candidate, in this child, under the same lock and
+        CPU reservation: the ratio of the two is free of the host's drift between children
+        (launch-bound eager moved up to 2x between records of one task, sessions 16-17)."""
+        t0 = time.monotonic()
+        try:
+            with global_settings.applied(self.settings):
+                t = time_callable(self.ref, self.draws, self.device,
+                                  before=self.ref_state.restore if self.stateful else None,
+                                  budget_s=float(self.req.get("time_budget_s", 2.0)))
+        except Exception as e:  # noqa: BLE001 - it ran in verification: reported, not a verdict
+            return {"paired_ref_error": f"{type(e).__name__}: {e}"[:200]}
+        self.guard("after timing the reference")
+        self.phases["time_ref_s"] = time.monotonic() - t0
+        return {"paired_ref_ms": t.median_ms, "paired_ref_spread_ms": t.spread_ms,
+                "paired_ref_n": t.n}
 
     def _time_alone(self):
         t0 = time.monotonic()

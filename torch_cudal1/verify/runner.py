@@ -174,8 +174,10 @@ def evaluate(task: Task, candidate: Candidate, *, device: str = "cpu", trials: i
              capture_limit_mb: float = 64.0, keep: bool = False,
              extra_env: dict | None = None, memory_limit_mb: float | None = -1,
              build_cache_dir: str | None = None, check_stride: bool = False,
-             cuda_graph: bool = False, time_budget_s: float = 2.0) -> tuple[Verdict, Timing | None]:
-    """Verify ``candidate`` against ``task`` in a child process; time it when accepted.
+             cuda_graph: bool = False, time_budget_s: float = 2.0,
+             pair_reference: bool = False) -> tuple[Verdict, Timing | None]:
+    """Verify ``candidate`` against ``task`` in a child process; time it when accepted (and,
+    with ``pair_reference``, the reference right after it: ``timing.extra["paired_ref_ms"]``).
 
     ``memory_limit_mb``: -1 (default) = ``CUDAL1_VERIFY_MEMORY_MB`` or 32 GiB on CPU and none on
     CUDA; ``None``/0 = no limit. ``verdict.stats`` gains ``phases`` (seconds per phase)."""
@@ -201,7 +203,8 @@ def evaluate(task: Task, candidate: Candidate, *, device: str = "cpu", trials: i
             "build_root": str(Path(build_cache_dir or default_build_cache_dir()).expanduser()),
             "native": os.environ.get("CUDAL1_NATIVE", "auto"),
             "check_stride": check_stride, "cuda_graph": cuda_graph,
-            "time_budget_s": time_budget_s, "isolate": not _ours(candidate)}))
+            "time_budget_s": time_budget_s, "pair_reference": pair_reference,
+            "isolate": not _ours(candidate)}))
         env = child_env(extra_env, build_cache_dir)
         t0 = time.monotonic()
         with open(wd / "child.log", "wb") as log:
