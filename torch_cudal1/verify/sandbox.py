@@ -1,8 +1,8 @@
 """Run-time limits of the verifier's child: memory limit and an audit hook.
 
 The audit hook (PEP 578) is the second line behind ``static.py``: it sees process creation,
-sockets, ``ctypes.dlopen`` of libc, file writes and walks of the heap (``gc.get_objects``),
-however the candidate spelled them. Builds are
+sockets, ``ctypes.dlopen`` of libc, file writes, walks of the heap (``gc.get_objects``) and
+functions given another body (``f.__code__ = ...``), however the candidate spelled them. Builds are
 allowed to run their compilers: a subprocess is allowed when the code that asked for it lives in
 an installed library (torch's cpp_extension runs ninja, Triton runs ptxas and cc), never when the
 candidate's own file asked for it. A violation ends the child at once with a ``forbidden_call``
@@ -77,6 +77,10 @@ def install(allowed_write_roots: list[str], on_violation, shared: bool = True) -
             elif event in _GC_EVENTS:
                 if not _caller_is_library():
                     on_violation(event)
+            elif event == "object.__setattr__" and len(args) > 1 and args[1] == "__code__":
+                # another function's body under its old name: the reference's ops, say
+                if not _caller_is_library():
+                    on_violation(f"setting {getattr(args[0], '__qualname__', '?')}.__code__")
             elif event == "ctypes.dlopen":
                 name = str(args[0] if args else "")
                 base = os.path.basename(name)
