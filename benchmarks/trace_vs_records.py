@@ -80,7 +80,9 @@ def new_graph_wraps(rec: dict) -> list[str]:
     """The CUDA-graph wraps the engine's round 2 proposes now from the record's own attempts (its
     rule, run on their times) that the record lacks."""
     hist = [Attempt(Candidate("", a["origin"]), Verdict.ok(), Timing(a["ms"], 0.0, a.get("n") or 1))
-            for a in rec.get("attempts") or [] if a.get("reason") == "ok" and a.get("ms")]
+            if a.get("reason") == "ok" and a.get("ms")
+            else Attempt(Candidate("", a["origin"]), Verdict.reject(a.get("reason") or "error", ""))
+            for a in rec.get("attempts") or []]   # a failed capture is what round 2 reads too
     engine = BuiltinEngine(Options.resolve({}))
     return [c.origin for c in engine.propose(None, hist, SearchContext(device="cuda", round=2))]
 

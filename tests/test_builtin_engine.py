@@ -190,6 +190,13 @@ def test_graph_round_wraps_long_candidates_where_round_1_measured_launches():
              _attempt("builtin:tf32", 0.2, "class ModelNew: y = 1"),
              _attempt("baseline:inductor", 0.3)]
     assert origins(short) == ["builtin:tf32+cudagraph"]   # short: the fastest alone, as before
+    # the reference's own capture failed (a host-to-device copy in its forward): nothing was
+    # measured, so the fastest candidate is tried once, however long
+    uncapturable = [_attempt("baseline:eager", 14.8), _attempt("baseline:inductor", 8.1),
+                    Attempt(Candidate("x", "builtin:cudagraph"), Verdict.reject("crash", "capture")),
+                    _attempt("builtin:rewrite(cse)+inductor", 5.6, "class ModelNew: z = 1")]
+    assert origins(uncapturable) == ["builtin:rewrite(cse)+inductor+cudagraph"]
+    assert origins(uncapturable[:2] + uncapturable[3:]) == []   # not tried at all: as before
 
 
 def test_search_with_builtin_engine_picks_a_verified_candidate(cache_dir):

@@ -142,3 +142,6 @@ def test_records_without_the_graph_wraps_their_own_times_call_for_are_stale(tmp_
     compute_bound = dict(rec, attempts=[_ok("baseline:eager", 8.0), _ok("builtin:cudagraph", 7.9),
                                         _ok("baseline:inductor", 7.0)])
     assert kb.stale_ids([compute_bound], traces) == []
+    uncapturable = dict(rec, attempts=[_ok("baseline:eager", 14.8), _ok("baseline:inductor", 8.1),
+                                       {"origin": "builtin:cudagraph", "reason": "crash"}])
+    assert trace_vs_records.new_graph_wraps(uncapturable) == ["builtin:inductor+cudagraph"]

@@ -33,7 +33,8 @@ Round 1 proposes what the task's own graph allows:
 Round 2 (GPU) wraps the fastest verified non-graph candidate so far (a baseline such as inductor,
 or a rewrite) in CUDA-graph replay where it is short, or wherever round 1 measured the graph
 launch-bound: the reference in graph replay saved at least a tenth of that candidate's time (then
-the fastest inductor-compiled candidate is wrapped too, whatever their length). Later rounds, or
+the fastest inductor-compiled candidate is wrapped too, whatever their length), or where the
+reference could not be captured at all, so that nothing was measured. Later rounds, or
 a round with nothing new, return [] so the search stops.
 
 Every candidate is Python source of ``class ModelNew`` and goes through the verifier like any
@@ -209,7 +210,12 @@ class BuiltinEngine(Engine):
         ok.sort(key=lambda a: a.timing.median_ms)
         saved = launch_saving_ms(history)
         launch_bound = saved is not None and saved >= LAUNCH_BOUND_SAVING * ok[0].timing.median_ms
-        if ok[0].timing.median_ms > CUDA_GRAPH_MAX_MS and not launch_bound:
+        # The reference itself could not be captured (a host-to-device copy in its forward, say),
+        # so round 1 measured nothing: its compiled candidates, whose constants are lifted, may
+        # capture; the fastest is tried once whatever its length.
+        unmeasured = any(a.candidate.origin == "builtin:cudagraph" and not a.verdict.accepted
+                         for a in history)
+        if ok[0].timing.median_ms > CUDA_GRAPH_MAX_MS and not (launch_bound or unmeasured):
             return []
         targets = ok[:1]
         if launch_bound:
