@@ -1,8 +1,9 @@
-"""``cudal1 verify TASK.py CANDIDATE.py [--device cpu|cuda] [--trials N] [--json]``
+"""``cudal1 verify TASK.py CANDIDATE.py [--device cpu|cuda] [--trials N] [--speedup] [--json]``
 
 Exit 0 when the candidate is accepted, 1 when rejected, 2 on a usage or setup error. With
 ``--json`` one JSON object: {"verdict": "accepted"|"rejected", "reason", "detail", "median_ms",
-"spread_ms", "timing", "stats"}.
+"spread_ms", "timing", "stats", "speedup_vs_reference"}; the last is null unless ``--speedup``
+timed the reference right after the candidate, in the candidate's own child.
 """
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ def register(subparsers) -> None:
     p.add_argument("--timeout", type=float, default=300.0, help="child wall-clock limit, s")
     p.add_argument("--no-time", action="store_true", help="verify only, do not time")
     p.add_argument("--check-stride", action="store_true", help="require the reference's strides")
+    p.add_argument("--speedup", action="store_true",
+                   help="also time the reference right after the candidate, in the same child "
+                        "and under the same device lock, and report the ratio")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
@@ -39,13 +43,15 @@ def run(args) -> int:
     os.environ.setdefault("CUDAL1_VERIFY_FORKSERVER", "0")
     verdict, timing = evaluate(task, Candidate(source, origin=f"file:{args.candidate}"),
                                device=device, trials=args.trials, timeout_s=args.timeout,
-                               time_it=not args.no_time, check_stride=args.check_stride)
+                               time_it=not args.no_time, check_stride=args.check_stride,
+                               pair_reference=args.speedup)
     out = {"verdict": "accepted" if verdict.accepted else "rejected", "reason": verdict.reason,
            "detail": verdict.detail,
            "median_ms": timing.median_ms if timing else None,
            "spread_ms": timing.spread_ms if timing else None,
            "timing": timing.to_json() if timing else None, "stats": verdict.stats,
-           "device": device, "task": args.task, "candidate": args.candidate}
+           "device": device, "task": args.task, "candidate": args.candidate,
+           "speedup_vs_reference": timing.paired_speedup if timing else None}
     if args.json:
         print(json.dumps(out, default=str))
     else:
@@ -56,5 +62,8 @@ def run(args) -> int:
         if timing:
             print(f"time: {timing.median_ms:.4f} ms median, spread {timing.spread_ms:.4f} ms "
                   f"(IQR, n={timing.n}, {timing.method})")
+            if timing.paired_speedup:
+                print(f"reference: {timing.extra['paired_ref_ms']:.4f} ms median, timed right "
+                      f"after it: x{timing.paired_speedup:.2f}")
     sys.stdout.flush()
     return 0 if verdict.accepted else 1
