@@ -325,7 +325,7 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
                           keep_workdirs=bool(keep))
     say(f"winner: {winner.candidate.origin} {winner.timing.median_ms:.4f} ms"
         + (f", x{winner.speedup_vs_eager:.2f} over eager" if winner.speedup_vs_eager else "")
-        + (f" (x{winner.timing.paired_speedup:.2f} with eager timed in its own child)"
+        + (f" (x{winner.timing.paired_speedup:.2f} with eager timed in the winner's child)"
            if winner.timing.paired_speedup else "")
         + (f", x{winner.speedup_vs_inductor:.2f} over inductor" if winner.speedup_vs_inductor else "")
         + f" ({result.candidates_tried} candidates tried, {result.candidates_accepted} accepted, "

@@ -1,8 +1,9 @@
 """The reference's answer to an input no candidate ever sees, taken before any candidate code runs.
 
 Candidate and reference share one interpreter, so a candidate can change what the reference
-computes: rebind an op the reference calls, or find the reference model through ``gc`` and
-overwrite its weights (or only its float64 copy's, which loosens every tolerance). Then both agree
+computes: rebind an op the reference calls, or find the reference model (up the call stack from
+a traceback's frame, say) and overwrite its weights, or only its float64 copy's, which loosens
+every tolerance. Then both agree
 on wrong answers and every check passes. The canary is one fresh draw's answers, native and
 float64, sampled at random positions, taken before the candidate is imported; later the draw is
 made again from its seed and the reference must give the same answers. Rebinding is caught after
