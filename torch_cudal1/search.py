@@ -103,12 +103,12 @@ def _fmt_line(a: Attempt) -> str:
     status = "accepted" if v.accepted else f"rejected ({v.reason})"
     t = f"{a.timing.median_ms:9.4f} ms ±{a.timing.spread_ms:.4f}" if a.timing else " " * 22
     se = f"x{a.speedup_vs_eager:.2f} eager" if a.speedup_vs_eager else ""
-    paired = a.timing.paired_speedup if a.timing else None
-    se += f" (x{paired:.2f} paired)" if paired else ""
     si = f"x{a.speedup_vs_inductor:.2f} inductor" if a.speedup_vs_inductor else ""
+    paired = a.timing.paired_speedup if a.timing else None
+    si = (f"(x{paired:.2f} paired) " if paired else "") + si   # eager timed in this child
     c = a.candidate
     where = "baseline" if c.origin.startswith("baseline:") else f"r{c.round}s{c.sample}"
-    line = f"{where:8} {c.origin:34} {status:28} {t} {se:27} {si}"
+    line = f"{where:8} {c.origin:34} {status:28} {t} {se:13} {si}"
     if not v.accepted and v.detail:
         line += f"  {v.detail.splitlines()[0][:160]}"
     return line.rstrip()
