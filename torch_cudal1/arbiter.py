@@ -32,6 +32,7 @@ import torch
 from .cache.decisions import read_decision, write_decision
 from .contracts import Timing
 from .log import logger
+from .options import auto_on_gpu
 
 WINNER, EAGER, INDUCTOR = "winner", "eager", "inductor"
 INDUCTOR_GRAPHED = "inductor+cudagraph"   # inductor's code replayed as one CUDA graph (GPU only)
@@ -46,9 +47,7 @@ SERVED_AS = {EAGER: "eagerly", INDUCTOR: "through inductor",
 def enabled(setting: str, device: str) -> bool:
     """``auto``: on a GPU (where the gap was measured; on a CPU the extra inductor build of every
     graph costs more than it has been shown to save)."""
-    if setting == "auto":
-        return str(device).startswith("cuda")
-    return setting == "on"
+    return auto_on_gpu(setting, device)
 
 
 def _write_decision(store, key: str, decision: dict) -> None:

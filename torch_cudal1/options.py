@@ -20,6 +20,13 @@ def default_cache_dir() -> str:
     return os.path.join(base, "torch_cudal1")
 
 
+def auto_on_gpu(setting: str, device: str, applies: bool = True) -> bool:
+    """An ``auto | on | off`` option: ``auto`` is on on a GPU where what it is for ``applies``."""
+    if setting == "auto":
+        return str(device).startswith("cuda") and applies
+    return setting == "on"
+
+
 @dataclass
 class Options:
     cache_dir: str = field(default_factory=default_cache_dir)
@@ -124,8 +131,7 @@ class Options:
         return Path(self.cache_dir).expanduser()
 
     def pairs_reference(self, device: str) -> bool:
-        return self.pair_reference == "on" or (self.pair_reference == "auto"
-                                               and str(device).startswith("cuda"))
+        return auto_on_gpu(self.pair_reference, device)
 
     def baseline_names(self) -> list[str]:
         return [b.strip() for b in self.baselines.split(",") if b.strip()]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import torch
 
+from ...options import auto_on_gpu  # noqa: F401 - the built-in families' auto | on | off rule
+
 WRAPPER = '''
 
 # --- cudal1 built-in: {title} ---
@@ -40,14 +42,6 @@ def wrap(source: str, *, tag: str, title: str, doc: str, on: str, off: str) -> s
     return source.rstrip() + "\n" + (
         WRAPPER.replace("{title}", title).replace("{doc}", doc).replace("{on}", on)
         .replace("{off}", off).replace("{tag}", tag).replace("{Tag}", tag.capitalize()))
-
-
-def auto_on_gpu(setting: str, device: str, applies: bool = True) -> bool:
-    """An ``auto | on | off`` option of a built-in family: ``auto`` proposes it on a GPU where
-    the graph has what it ``applies`` to."""
-    if setting == "auto":
-        return str(device).startswith("cuda") and applies
-    return setting == "on"
 
 
 def op_name(node: torch.fx.Node) -> str:
