@@ -6,6 +6,8 @@ imports and CUDA context, the parent's work), from the records' per-attempt ``ph
     PYTHONPATH=. python3 benchmarks/runner_phases.py benchmarks/results/h200/kernelbench [--since N]
 
 Prints a markdown table, one row per record from line ``--since`` on (0-based), then the totals.
+Records to session 19's call 3 (line 484) counted the lock waits inside the phases they fell in
+as well: there the rest (``other_s``) comes out too small, even below zero.
 """
 from __future__ import annotations
 

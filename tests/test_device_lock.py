@@ -135,3 +135,29 @@ def test_nested_shared_keeps_the_lock_until_the_outer_release(tmp_path):
             got = False
         assert not got
     fcntl.flock(b._fds[1], fcntl.LOCK_EX | fcntl.LOCK_NB)   # free once the outer one ends
+
+
+def test_a_wait_for_the_lock_is_counted_apart_from_the_phase_it_falls_in(tmp_path):
+    """The records split a verification's time into its phases and its lock waits; a wait
+    inside a phase (here the reference's canary, taken under the lock) is counted once, as a
+    wait, or the phases add up to more than the child's time."""
+    import threading
+    task = Task.from_file(TASKS / "linear_act.py")
+    cand = Candidate(task.source + "\n\nclass ModelNew(Model):\n    pass\n", "test:eager")
+    env = {"CUDAL1_DEVICE_LOCK_DIR": str(tmp_path / "locks")}
+    holder = DeviceLock("cpu", directory=env["CUDAL1_DEVICE_LOCK_DIR"])
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        with holder.exclusive():
+            held.set()
+            release.wait(60)
+    threading.Thread(target=hold, daemon=True).start()
+    held.wait(10)
+    threading.Timer(4.0, release.set).start()
+    v, _ = evaluate(task, cand, device="cpu", trials=2, timeout_s=120, time_it=False,
+                    extra_env=env)
+    assert v.accepted, v
+    phases = v.stats["phases"]
+    assert phases["lock_wait_s"] > 2.0, phases
+    assert phases["reference_s"] + phases["verify_s"] < phases["lock_wait_s"], phases

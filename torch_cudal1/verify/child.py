@@ -145,6 +145,15 @@ class Harness:
     def cmp(self, native, got, hi):
         return compare(native, got, hi, check_stride=self.check_stride, checker=self.checker)
 
+    def _clock(self) -> tuple[float, float]:
+        return time.monotonic(), self.lock.waited_s
+
+    def _since(self, mark: tuple[float, float]) -> float:
+        """Seconds of work since ``mark``: waits for the device lock are counted apart
+        (``lock_wait_s``), so that the phases and the waits add up to the child's time."""
+        t0, w0 = mark
+        return time.monotonic() - t0 - (self.lock.waited_s - w0)
+
     def guard(self, when: str) -> None:
         bad = guards.changed(self.snap)
         if self.reached is not None:
@@ -179,9 +188,9 @@ class Harness:
                 state.restore()
 
     def canary_check(self, when: str) -> None:
-        t0 = time.monotonic()
+        t0 = self._clock()
         differs = self.canary.check()
-        self.phases["canary_s"] = self.phases.get("canary_s", 0.0) + time.monotonic() - t0
+        self.phases["canary_s"] = self.phases.get("canary_s", 0.0) + self._since(t0)
         if differs:
             raise Reject("timer_tampering", f"{when}: the reference's answer to an input the "
                                             f"candidate never saw changed ({differs[:300]})")
@@ -334,7 +343,7 @@ class Harness:
         sandbox.install(self.write_roots, self._violation, shared=not self.req.get("isolate"))
         # The reference, and its answer to a draw the candidate never sees, before any of the
         # candidate's code runs (canary.py).
-        t_ref = time.monotonic()
+        t_ref = self._clock()
         init = self.task.get_init_inputs()
         self.seed0 = _fresh_seed()
         self._build_reference(init)
@@ -345,8 +354,8 @@ class Harness:
         if self.canary.off:   # its calls moved state that cannot be put back: as constructed again
             self._build_reference(init)
         self.reached = guards.reach(self.task)   # its operators are loaded now
-        self.phases["reference_s"] = time.monotonic() - t_ref   # built, canary taken
-        t0 = time.monotonic()
+        self.phases["reference_s"] = self._since(t_ref)   # built, canary taken
+        t0 = self._clock()
         try:
             cand = load_source((wd / CANDIDATE_FILE).read_text(), "cudal1_candidate",
                                filename=str(wd / CANDIDATE_FILE))
@@ -368,7 +377,7 @@ class Harness:
         # settings its import or construction changed hold during its calls only, as when served
         self.new, changes = global_settings.scoped(self.new, self.settings)
         self.scoped = global_settings.describe(changes) if changes else None
-        self.phases["build_s"] = time.monotonic() - t0
+        self.phases["build_s"] = self._since(t0)
         self.guard("after construction")
         with torch.no_grad():
             with self.lock.shared():   # all of verification's device work, not only the calls
@@ -424,7 +433,7 @@ class Harness:
         os._exit(0)
 
     def _verify(self) -> dict:
-        t0 = time.monotonic()
+        t0 = self._clock()
         trials = max(2, int(self.req["trials"]))
         draws = [self.draw() for _ in range(trials)]
         if self.req.get("real_inputs"):
@@ -478,7 +487,7 @@ class Harness:
         self.rng_check()
         if self.stateful:
             self.evolution_check()
-        self.phases["verify_s"] = time.monotonic() - t0
+        self.phases["verify_s"] = self._since(t0)
         return {"verdict": Verdict.ok(f"{len(draws)} input draws match; anti-caching checks pass",
                                       rel_error=self.worst, trials=len(draws),
                                       references="kept" if expected.keep else "recomputed",
@@ -582,7 +591,7 @@ class Harness:
         """The reference timed right after the candidate, in this child, under the same lock and
         CPU reservation: the ratio of the two is free of the host's drift between children
         (launch-bound eager moved up to 2x between records of one task, sessions 16-17)."""
-        t0 = time.monotonic()
+        t0 = self._clock()
         try:
             with global_settings.applied(self.settings):
                 t = time_callable(self.ref, self.draws, self.device,
@@ -591,12 +600,12 @@ class Harness:
         except Exception as e:  # noqa: BLE001 - it ran in verification: reported, not a verdict
             return {"paired_ref_error": f"{type(e).__name__}: {e}"[:200]}
         self.guard("after timing the reference")
-        self.phases["time_ref_s"] = time.monotonic() - t0
+        self.phases["time_ref_s"] = self._since(t0)
         return {"paired_ref_ms": t.median_ms, "paired_ref_spread_ms": t.spread_ms,
                 "paired_ref_n": t.n}
 
     def _time_alone(self):
-        t0 = time.monotonic()
+        t0 = self._clock()
 
         def check(idx, out):
             bad = [check_real_tensor(o, i) for i, o in enumerate(flatten_outputs(out))
@@ -625,7 +634,7 @@ class Harness:
             raise Reject(reason, f"during timing: {detail}") from None
         self.guard("after timing")
         self.refill_check("after timing")
-        self.phases["time_s"] = time.monotonic() - t0
+        self.phases["time_s"] = self._since(t0)
         return timing
 
 
