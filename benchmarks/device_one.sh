@@ -90,7 +90,8 @@ if [ -n "${IDS:-}${RUNNER:-}${RETRY:-}${STALE:-}" ]; then
   secs=$(( $(left) - 30 )); load runner
   # who else runs on the timing core: runnable threads there, sampled each second (session 19:
   # L3_39's eager took 426 involuntary switches there, the timing thread alone pinned to it)
-  ( taskset -p -c $WORK $BASHPID >/dev/null; while sleep 1; do ps -eLo stat=,psr=,pid=,comm= | awk -v t=$T '$1 ~ /^R/ && $2 == t {print $4}'; done \
+  ( taskset -p -c $WORK $BASHPID >/dev/null; while sleep 1; do ps -eLo stat=,psr=,pid=,tid=,comm= \
+      | awk -v t=$T '$1 ~ /^R/ && $2 == t {n++; s = s " " $3 "/" $4 ":" $5} END {if (n) print n s}'; done \
       > $W/timing_core_threads.txt 2>/dev/null ) & SAMPLER=$!
   TORCHINDUCTOR_COMPILE_THREADS=2 CUDAL1_VERIFY_FORKSERVER=${FORK:-1} \
     CUDAL1_TIMING_CPUS=$T CUDAL1_WORK_CPUS=$WORK timeout -s TERM $secs \
@@ -99,7 +100,10 @@ if [ -n "${IDS:-}${RUNNER:-}${RETRY:-}${STALE:-}" ]; then
       ${RETRY:+--retry-failed} ${IDS:+--ids $IDS} ${AGAIN:+--again} ${STALE:+--stale} \
       --out $R/kernelbench > $W/runner.log 2>&1
   kill $SAMPLER 2>/dev/null
-  sort $W/timing_core_threads.txt | uniq -c | sort -rn | head -20 > $W/timing_core_top.txt
+  # samples with one runnable thread there (the timing's), and with more (contention)
+  awk '{c[$1 > 1 ? "2+" : "1"]++} END {for (k in c) print k, c[k]}' $W/timing_core_threads.txt \
+    > $W/timing_core_top.txt
+  awk '$1 > 1' $W/timing_core_threads.txt | head -20 >> $W/timing_core_top.txt
   python3 benchmarks/kernelbench_runner.py --data $CUDAL1_KERNELBENCH --device cuda \
     --summary-only --out $R/kernelbench > $W/runner_summary.log 2>&1
   grep -h "^L[0-9]" $W/runner.log | tail -30

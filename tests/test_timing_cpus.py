@@ -58,6 +58,30 @@ def test_a_thread_running_before_the_hold_keeps_its_cpus(monkeypatch):
     assert seen["mask"] == set(CPUS)
 
 
+@needs_two
+def test_a_thread_started_during_the_hold_leaves_the_reserved_core_after_it(monkeypatch):
+    """A thread started by the timed code inherits the reserved core; left there it would take
+    that core from every later timing in the process (the paired reference's right after)."""
+    monkeypatch.setenv("CUDAL1_TIMING_CPUS", str(CPUS[-1]))
+    release, seen = threading.Event(), {}
+
+    def worker():
+        seen["inside"] = os.sched_getaffinity(0)
+        release.wait(10)
+        seen["after"] = os.sched_getaffinity(0)
+
+    record: dict = {}
+    with timing_cpus(record):
+        t = threading.Thread(target=worker)
+        t.start()
+        while "inside" not in seen:
+            pass
+    release.set()
+    t.join()
+    assert seen == {"inside": {CPUS[-1]}, "after": set(CPUS)}
+    assert record["threads_moved_back"] == 1
+
+
 def test_a_bad_setting_times_where_it_is_and_says_why(monkeypatch):
     monkeypatch.setenv("CUDAL1_TIMING_CPUS", "3-1")
     before = os.sched_getaffinity(0)

@@ -63,7 +63,8 @@ def _switches() -> int:
 @contextlib.contextmanager
 def timing_cpus(record: dict):
     """Run the body on the reserved timing CPUs (if any); fills ``record`` with what happened:
-    ``timing_cpus`` (the set used, or absent), ``cpu_note`` (why not), ``involuntary_switches``."""
+    ``timing_cpus`` (the set used, or absent), ``cpu_note`` (why not), ``involuntary_switches``,
+    ``threads_moved_back`` (threads started during the body, moved off the reserved cores)."""
     cpus, note = _env_cpus("CUDAL1_TIMING_CPUS")
     before = None
     if cpus and hasattr(os, "sched_setaffinity"):
@@ -76,6 +77,7 @@ def timing_cpus(record: dict):
     if note:
         record["cpu_note"] = note
     s0 = _switches()
+    tids = _threads() if before is not None else set()
     try:
         yield
     finally:
@@ -83,6 +85,28 @@ def timing_cpus(record: dict):
         if before is not None:
             with contextlib.suppress(OSError):
                 os.sched_setaffinity(0, before)
+            moved = _move_back(_threads() - tids, before)
+            if moved:
+                record["threads_moved_back"] = moved
+
+
+def _threads() -> set[int]:
+    try:
+        return {int(t) for t in os.listdir("/proc/self/task")}
+    except (OSError, ValueError):
+        return set()
+
+
+def _move_back(tids: set[int], cpus: set[int]) -> int:
+    """Threads started during a timing (by torch, the CUDA driver, a candidate) inherited the
+    reserved cores: back to ``cpus`` with them, or they compete with every later timing in this
+    process, the paired reference's right after. Returns how many moved."""
+    moved = 0
+    for tid in tids:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(tid, cpus)
+            moved += 1
+    return moved
 
 
 def _siblings(cpu: int) -> set[int]:
