@@ -97,8 +97,8 @@ def attempt_record(a) -> dict:
              "n": t.n if t else None, "seconds": round(a.seconds, 1),
              "phases": a.verdict.stats.get("phases"), "host": _host(t)}
             | ({"retimed": t.extra["retimed"]} if t and "retimed" in t.extra else {})
-            | ({"paired_ref_ms": t.extra["paired_ref_ms"]} if t and t.extra.get("paired_ref_ms")
-               else {})
+            | ({k: t.extra[k] for k in ("paired_ref_ms", "paired_ref_switches") if k in t.extra}
+               if t and t.extra.get("paired_ref_ms") else {})
             | ({"detail": a.verdict.detail[:300]}
                if not a.verdict.accepted and a.verdict.detail else {}))
 
@@ -415,6 +415,10 @@ def write_markdown(records: list[dict], summary: dict, ceilings: dict, path: Pat
                   f"it (`pair_reference`): {at['paired_tasks']} tasks, geomean over eager "
                   f"{at['paired_geomean']:.3f}; the same tasks with eager from its own child: "
                   f"{at['unpaired_geomean_same_tasks']:.3f}."]
+            if at.get("eager_drift_median"):
+                L[-1] += (f" Eager's own timings across one search's children varied by a median "
+                          f"factor of {at['eager_drift_median']:.2f} (slowest over fastest), up to "
+                          f"{at['eager_drift_max']:.2f} ({at['eager_drift_max_task']}).")
         if at.get("stale"):
             L += ["", f"Searched without a candidate family the built-in engine proposes from their "
                   f"graph now: {at['stale']} of the {at['measured']} tasks (mostly searched before "
@@ -478,7 +482,21 @@ def all_tasks_geomean(records: list[dict], total: int) -> dict:
         out["paired_tasks"] = len(paired)
         out["paired_geomean"] = _geo([r["builtin_paired_speedup"] for r in paired])
         out["unpaired_geomean_same_tasks"] = _geo([r["eager_ms"] / r["builtin_ms"] for r in paired])
+        drift = sorted((d, r["id"]) for r in paired if (d := eager_drift(r)))
+        if drift:
+            out["eager_drift_median"] = statistics.median(d for d, _ in drift)
+            out["eager_drift_max"], out["eager_drift_max_task"] = drift[-1]
     return out
+
+
+def eager_drift(r: dict) -> float | None:
+    """Slowest over fastest of eager's timings in one search: its own child's and the paired one
+    in every attempt's child. The same code on the same inputs: the host's drift between
+    children, which a ratio of two children's timings carries."""
+    ms = [x for a in r.get("attempts") or [] for x in
+          ((a.get("ms"),) if a.get("origin") == "baseline:eager" else ()) + (a.get("paired_ref_ms"),)
+          if x]
+    return max(ms) / min(ms) if len(ms) > 1 else None
 
 
 def timed_on_python_clock(r: dict) -> bool:

@@ -368,3 +368,21 @@ def test_records_and_the_summary_keep_the_paired_eager_figure(tmp_path):
            "with eager from its own child: 4.000" in _summary_text(kb, [drifted, unpaired], at,
                                                                    tmp_path / "summary.md")
     assert "paired_tasks" not in kb.all_tasks_geomean([unpaired], total=1)
+
+
+def test_the_summary_says_how_far_eager_drifted_between_one_searchs_children(tmp_path):
+    """Session 19's L3_10: eager 16.5 ms in its own child, 8.5-17.1 ms timed beside the
+    candidates in theirs. The spread of those timings, not one of them, tells how far a ratio
+    across children can be trusted."""
+    kb = _kb()
+    eager = dict(_att("baseline:eager", 16.5), paired_ref_ms=16.4)
+    rec = {"id": "L3_10", "level": 3, "status": "ok", "eager_ms": 16.5, "inductor_ms": 6.9,
+           "builtin_ms": 2.0, "builtin_winner": "builtin:x", "replay_ms": 2.0,
+           "builtin_paired_speedup": 6.0,
+           "attempts": [eager, dict(_att("builtin:x", 2.0), paired_ref_ms=12.0),
+                        dict(_att("builtin:y", 9.0), paired_ref_ms=8.25)]}
+    assert kb.eager_drift(rec) == 2.0
+    assert kb.eager_drift(dict(rec, attempts=[_att("baseline:eager", 16.5)])) is None
+    at = kb.all_tasks_geomean([rec], total=1)
+    assert "varied by a median factor of 2.00 (slowest over fastest), up to 2.00 (L3_10)" in \
+        _summary_text(kb, [rec], at, tmp_path / "summary.md")

@@ -184,6 +184,7 @@ def test_pair_reference_times_eager_in_each_candidates_own_child(tmp_path):
     try:
         (eager,) = res.attempts
         assert eager.timing.extra["paired_ref_ms"] > 0 and eager.timing.extra["paired_ref_n"] >= 10
+        assert eager.timing.extra["paired_ref_switches"] >= 0   # its own hold of the host core
         assert res.summary()["paired_speedup_vs_eager"] == eager.timing.paired_speedup > 0
         assert "paired)" in lines[1] and "with eager timed in the winner's child" in lines[-1]
         assert eager.verdict.stats["phases"]["time_ref_s"] > 0

@@ -582,9 +582,13 @@ class Harness:
             host: dict = {}
             with timing_cpus(host):   # and a quiet host CPU where cores are reserved for it
                 timing = self._time_alone()
-                if self.req.get("pair_reference"):
-                    timing.extra.update(self._time_reference())
             timing.extra.update(host)
+            if self.req.get("pair_reference"):
+                ref_host: dict = {}   # a hold of its own: the candidate's threads moved off first
+                with timing_cpus(ref_host):
+                    timing.extra.update(self._time_reference())
+                if "paired_ref_ms" in timing.extra:
+                    timing.extra["paired_ref_switches"] = ref_host["involuntary_switches"]
             return timing
 
     def _time_reference(self) -> dict:
