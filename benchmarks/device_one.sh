@@ -13,7 +13,9 @@
 #   IDS=L1_40,... (AGAIN=1)       the KernelBench runner on those tasks (RUNNER=1: on every task
 #                                 without a record; RETRY=1 also reruns harness failures; STALE=1:
 #                                 the records that lack a candidate family the engine proposes
-#                                 now, slowest first, as benchmarks/trace_vs_records.py finds); JOBS
+#                                 now, slowest first, as benchmarks/trace_vs_records.py finds; one
+#                                 whose last record says it cannot end before the call does is
+#                                 left for the next: --deadline-seconds); JOBS
 #                                 tasks in flight (default 4); verifier children forked from the
 #                                 fork-server template (FORK=1, the default, waits for it; auto,
 #                                 the product's default, forks once it is up; 0 never: sessions
@@ -96,7 +98,7 @@ if [ -n "${IDS:-}${RUNNER:-}${RETRY:-}${STALE:-}" ]; then
   TORCHINDUCTOR_COMPILE_THREADS=2 CUDAL1_VERIFY_FORKSERVER=${FORK:-1} \
     CUDAL1_TIMING_CPUS=$T CUDAL1_WORK_CPUS=$WORK timeout -s TERM $secs \
     python3 benchmarks/kernelbench_runner.py --data $CUDAL1_KERNELBENCH --device cuda ${ORDER---interleave} \
-      --claim one --jobs ${JOBS:-4} --task-timeout 400 --max-seconds $(( secs - 120 )) \
+      --claim one --jobs ${JOBS:-4} --task-timeout 400 --max-seconds $(( secs - 120 )) --deadline-seconds $(( secs - 10 )) \
       ${RETRY:+--retry-failed} ${IDS:+--ids $IDS} ${AGAIN:+--again} ${STALE:+--stale} \
       --out $R/kernelbench > $W/runner.log 2>&1
   kill $SAMPLER 2>/dev/null

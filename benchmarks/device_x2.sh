@@ -65,7 +65,7 @@ run_gpu() {   # run_gpu GPU TAG SECONDS: one runner on one GPU, on the shared qu
   CUDA_VISIBLE_DEVICES=$g TORCHINDUCTOR_COMPILE_THREADS=2 CUDAL1_VERIFY_FORKSERVER=${FORK:-auto} \
     CUDAL1_TIMING_CPUS=$t CUDAL1_WORK_CPUS=$WORK timeout -s TERM $secs \
     python3 benchmarks/kernelbench_runner.py --data $CUDAL1_KERNELBENCH --device cuda ${ORDER---interleave} \
-      --claim $tag --jobs ${JOBS:-4} --task-timeout 400 --max-seconds $(( secs - 150 )) ${RETRY:+--retry-failed} \
+      --claim $tag --jobs ${JOBS:-4} --task-timeout 400 --max-seconds $(( secs - 150 )) --deadline-seconds $(( secs - 10 )) ${RETRY:+--retry-failed} \
       ${IDS:+--ids $IDS} ${AGAIN:+--again} \
       --out $R/kernelbench > $W/runner_${tag}_gpu$g.log 2>&1
 }

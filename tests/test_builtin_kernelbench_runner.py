@@ -146,6 +146,28 @@ def test_again_reruns_the_selected_tasks_whatever_their_records(tmp_path, monkey
     assert ran == ["L2_2"] and kb.read_results(out / "results.jsonl")["L2_2"]["builtin_ms"] == 0.5
 
 
+def test_a_task_that_would_not_end_before_the_deadline_is_left_and_the_next_one_run(
+        tmp_path, monkeypatch):
+    """Session 19: two tasks whose last records took 346 and 237 s started first in a call with
+    450 s left and were both cut off, their work lost. With the caller's deadline given, the
+    runner starts only what its last time says can end before it, and goes on with the rest."""
+    kb, data, out = _fake_queue(tmp_path, 2, (1, 2, 3))
+    ok = {"level": 2, "status": "ok", "eager_ms": 1.0, "inductor_ms": 1.0, "builtin_ms": 1.0,
+          "builtin_correct": True}
+    (out / "results.jsonl").write_text("".join(
+        json.dumps(dict(ok, id=f"L2_{i}", seconds=sec)) + "\n"
+        for i, sec in ((1, 346.0), (2, 20.0), (3, 237.0))))
+    ran, lines = [], []
+    monkeypatch.setattr(kb, "run_task", lambda row, a, c: ran.append(row["id"])
+                        or dict(ok, id=row["id"], seconds=0.1))
+    monkeypatch.setattr("builtins.print", lambda *a, **k: lines.append(" ".join(map(str, a))))
+    kb.main(["--data", str(data), "--device", "cpu", "--out", str(out), "--no-replay",
+             "--again", "--ids", "L2_1,L2_2,L2_3", "--deadline-seconds", "450"])
+    assert ran == ["L2_2", "L2_3"]   # 1.5 x 237 fits in 450 s; 1.5 x 346 does not
+    assert any(x.startswith("L2_1: not started (its last record took 346.0 s") for x in lines)
+    assert kb.fits(None, 10.0, 450) and not kb.fits(None, 451.0, 450) and kb.fits({"seconds": 1e6}, 0, 0)
+
+
 def test_a_kernelbench_folder_adds_its_tasks_to_the_data_files(tmp_path, monkeypatch):
     """KernelBench's own layout (levelK/N_Name.py, nested) gives ids that join the data file's
     records, so tasks the data file lacks are measured beside it; a task in both is the data
