@@ -33,6 +33,9 @@ OUT=${OUT:-$PWD/benchmarks/results/device}
 W=$OUT/work; mkdir -p $W
 R=benchmarks/results/h200
 left() { echo $(( LIMIT - SECONDS )); }
+# interrupts per CPU so far, one line each (the columns of /proc/interrupts summed)
+irqs() { awk 'NR == 1 {n = NF; next} {for (i = 2; i <= n + 1; i++) if ($i ~ /^[0-9]+$/) s[i] += $i}
+              END {for (i = 2; i <= n + 1; i++) print s[i] + 0}' /proc/interrupts; }
 # the host's load average at each step (load.txt): a figure timed on a busy host shows up here
 load() { echo "${SECONDS}s $1: load $(cut -d' ' -f1-3 /proc/loadavg)" >> $W/load.txt; }
 python3 setup.py -q egg_info >$W/egg_info.log 2>&1 || cat $W/egg_info.log
@@ -90,6 +93,7 @@ fi
 if [ -n "${IDS:-}${RUNNER:-}${RETRY:-}${STALE:-}" ]; then
   while [ ! -f $W/native_done ] && [ $(left) -gt 120 ]; do sleep 2; done
   secs=$(( $(left) - 30 )); load runner
+  irqs > $W/irqs_start.txt
   # who else runs on the timing core: runnable threads there, sampled each second (session 19:
   # L3_39's eager took 426 involuntary switches there, the timing thread alone pinned to it)
   ( taskset -p -c $WORK $BASHPID >/dev/null; while sleep 1; do ps -eLo stat=,psr=,pid=,tid=,comm= \
@@ -102,6 +106,10 @@ if [ -n "${IDS:-}${RUNNER:-}${RETRY:-}${STALE:-}" ]; then
       ${RETRY:+--retry-failed} ${IDS:+--ids $IDS} ${AGAIN:+--again} ${STALE:+--stale} \
       --out $R/kernelbench > $W/runner.log 2>&1
   kill $SAMPLER 2>/dev/null
+  irqs > $W/irqs_end.txt
+  # interrupts each CPU took during the runner: the timing core should not be the busiest
+  paste -d' ' $W/irqs_start.txt $W/irqs_end.txt | awk '{printf "cpu%d %d\n", NR - 1, $2 - $1}' \
+    > $W/irqs_during_runner.txt
   # samples with one runnable thread there (the timing's), and with more (contention)
   awk '{c[$1 > 1 ? "2+" : "1"]++} END {for (k in c) print k, c[k]}' $W/timing_core_threads.txt \
     > $W/timing_core_top.txt

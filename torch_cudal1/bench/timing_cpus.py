@@ -119,10 +119,13 @@ def _siblings(cpu: int) -> set[int]:
 
 def plan(n_devices: int, cpus: set[int] | None = None) -> tuple[list[set[int]], set[int]]:
     """One timing set per device (a whole physical core: a hyperthread sibling left to other
-    work would share the core) and the rest for work. Raises ValueError when too few cores."""
+    work would share the core), from the highest-numbered CPUs, and the rest for work. Raises
+    ValueError when too few cores."""
     cpus = set(os.sched_getaffinity(0)) if cpus is None else set(cpus)
     timing, used = [], set()
-    for c in sorted(cpus):
+    # from the top: the first CPUs tend to take the host's housekeeping (interrupts left on CPU 0,
+    # the kernel's own threads), which preempts a timing thread kept there
+    for c in sorted(cpus, reverse=True):
         if len(timing) == n_devices:
             break
         if c not in used:
