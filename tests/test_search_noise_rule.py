@@ -106,3 +106,39 @@ def test_a_second_timing_as_disturbed_keeps_the_tighter_and_a_quiet_one_is_taken
     _, calls = _search(monkeypatch, {"baseline:eager": [(65.0, 2.0, 49)],
                                      "baseline:inductor": [(50.0, 2.4, 3)]}, "cuda")
     assert calls == ["baseline:eager", "baseline:inductor"]
+
+
+def test_a_disturbed_candidate_close_behind_the_fastest_is_timed_again_and_can_win(monkeypatch):
+    """A disturbance inflated timings up to 1.9 times: a candidate timed at 1.5 times the
+    fastest during one may be the faster. It is taken again, and the winner chosen after."""
+    from torch_cudal1.engines.base import Engine
+    from torch_cudal1.options import Options
+    from torch_cudal1.task import Task
+
+    class Two(Engine):
+        name = "two"
+
+        def propose(self, task, history, ctx):
+            return [Candidate("", "two:a"), Candidate("", "two:b")] if ctx.round == 1 else []
+
+    timings = {"baseline:eager": [(10.0, 0.1, 0)], "two:a": [(5.0, 0.05, 0)],
+               "two:b": [(7.5, 0.1, 300), (4.0, 0.05, 1)]}
+    calls: list = []
+    monkeypatch.setattr(search, "evaluate", _fake_evaluate(timings, calls))
+    task = Task("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+                "        return x + 1\ndef get_inputs():\n    return [torch.randn(4)]\n"
+                "def get_init_inputs():\n    return []\n", name="t")
+    res = search.run_search(task, Options.resolve({"rounds": 1, "baselines": "eager",
+                                                   "parallel_builds": 1, "progress": False}),
+                            "cuda", engine=Two())
+    res.cleanup()
+    assert calls.count("two:b") == 2 and calls.count("two:a") == 1
+    assert res.winner.candidate.origin == "two:b" and res.winner.timing.median_ms == 4.0
+    # one far behind, disturbed or not, is left as it is
+    timings["two:b"] = [(12.0, 0.1, 300)]
+    calls.clear()
+    res = search.run_search(task, Options.resolve({"rounds": 1, "baselines": "eager",
+                                                   "parallel_builds": 1, "progress": False}),
+                            "cuda", engine=Two())
+    res.cleanup()
+    assert calls.count("two:b") == 1
