@@ -40,14 +40,17 @@ def _fake_evaluate(timings: dict, calls: list):
     return evaluate
 
 
+_TASK = ("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+         "        return x + 1\ndef get_inputs():\n    return [torch.randn(4)]\n"
+         "def get_init_inputs():\n    return []\n")
+
+
 def _search(monkeypatch, timings: dict, device: str):
     from torch_cudal1.options import Options
     from torch_cudal1.task import Task
     calls: list = []
     monkeypatch.setattr(search, "evaluate", _fake_evaluate(timings, calls))
-    task = Task("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
-                "        return x + 1\ndef get_inputs():\n    return [torch.randn(4)]\n"
-                "def get_init_inputs():\n    return []\n", name="t")
+    task = Task(_TASK, name="t")
     res = search.run_search(task, Options.resolve({"rounds": 0, "baselines": "eager,inductor",
                                                    "progress": False}), device)
     res.cleanup()
@@ -125,9 +128,7 @@ def test_a_disturbed_candidate_close_behind_the_fastest_is_timed_again_and_can_w
                "two:b": [(7.5, 0.1, 300), (4.0, 0.05, 1)]}
     calls: list = []
     monkeypatch.setattr(search, "evaluate", _fake_evaluate(timings, calls))
-    task = Task("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
-                "        return x + 1\ndef get_inputs():\n    return [torch.randn(4)]\n"
-                "def get_init_inputs():\n    return []\n", name="t")
+    task = Task(_TASK, name="t")
     res = search.run_search(task, Options.resolve({"rounds": 1, "baselines": "eager",
                                                    "parallel_builds": 1, "progress": False}),
                             "cuda", engine=Two())
