@@ -35,8 +35,8 @@ WIDE_SPREAD = 0.25
 # A timing during which the host took its CPU away this often (involuntary context switches of
 # the timing thread, on its reserved core) is taken again likewise, and the less disturbed kept.
 # Over the H200 records to session 19, eager timings with 50 or more were a median 1.10 and up
-# to 1.9 times the same task's other eager timings (L3_39: 142 ms after 426 switches, 51-72 ms
-# beside its other attempts); with under 10, 1.00.
+# to 2.1 times the median of the same task's eager timings (L3_39: 142 ms after 426 switches,
+# 51-72 ms beside its other attempts); with under 10, 1.00 (benchmarks/eager_switches.py).
 DISTURBED_SWITCHES = 50
 # Half-width of a median's ~95% interval in inter-quartile ranges times sqrt(n): the notches of
 # a notched box plot (McGill, Tukey & Larsen 1978).
@@ -331,7 +331,7 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
     if found:
         best = min(found, key=lambda a: a.timing.median_ms)
         # and a disturbed one the disturbance may have cost the lead (it inflated timings up to
-        # 1.9 times: DISTURBED_SWITCHES)
+        # 2.1 times: DISTURBED_SWITCHES)
         settle = settle + [best] + [a for a in found if a is not best and _disturbed(a.timing)
                                     and a.timing.median_ms < 2 * best.timing.median_ms]
     if device != "cpu" and _retime_wide(settle, run_one, say):

@@ -1,0 +1,60 @@
+"""Does a busy timing core inflate a timing? Every eager timing of the KernelBench records against
+the median of the same task's eager timings (its own attempts' and the paired ones, timed in the
+candidates' children), grouped by the involuntary context switches its thread took.
+
+    python3 benchmarks/eager_switches.py benchmarks/results/h200/kernelbench
+
+Prints a markdown table, then the timings of 50 switches or more (``search.DISTURBED_SWITCHES``).
+"""
+from __future__ import annotations
+
+import collections
+import json
+import statistics
+import sys
+from pathlib import Path
+
+BUCKETS = ((0, 10, "0-9"), (10, 50, "10-49"), (50, None, "50 or more"))
+
+
+def eager_timings(lines: list[str]) -> dict[str, list[tuple[float, int | None, int]]]:
+    """Per task: (ms, switches or None for a paired timing, record line) of every eager timing."""
+    out = collections.defaultdict(list)
+    for i, line in enumerate(lines):
+        r = json.loads(line)
+        for a in r.get("attempts") or []:
+            if a.get("origin") == "baseline:eager" and a.get("ms"):
+                out[r["id"]].append((a["ms"], (a.get("host") or {}).get("involuntary_switches"), i))
+            if a.get("paired_ref_ms"):
+                out[r["id"]].append((a["paired_ref_ms"], None, i))
+    return out
+
+
+def main(argv: list[str]) -> int:
+    lines = (Path(argv[0]) / "results.jsonl").read_text().splitlines()
+    ratios, high = collections.defaultdict(list), []
+    for task, ts in eager_timings([x for x in lines if x.strip()]).items():
+        if len(ts) < 2:
+            continue
+        med = statistics.median(ms for ms, _, _ in ts)
+        for ms, sw, line in ts:
+            if sw is None:
+                continue
+            label = next(lab for lo, hi, lab in BUCKETS if sw >= lo and (hi is None or sw < hi))
+            ratios[label].append(ms / med)
+            if sw >= 50:
+                high.append((task, line, sw, ms / med))
+    print("| involuntary switches | eager timings | median ratio to the task's median | mean | max |")
+    print("|---|---|---|---|---|")
+    for _, _, label in BUCKETS:
+        v = ratios.get(label) or [float("nan")]
+        print(f"| {label} | {len(ratios.get(label, []))} | {statistics.median(v):.2f} | "
+              f"{statistics.fmean(v):.2f} | {max(v):.2f} |")
+    print("\n| task | line (0-based) | switches | ratio |\n|---|---|---|---|")
+    for task, line, sw, ratio in sorted(high, key=lambda x: -x[3]):
+        print(f"| {task} | {line} | {sw} | {ratio:.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:] or ["benchmarks/results/h200/kernelbench"]))
