@@ -416,7 +416,7 @@ def write_markdown(records: list[dict], summary: dict, ceilings: dict, path: Pat
                   f"{at['paired_geomean']:.3f}; the same tasks with eager from its own child: "
                   f"{at['unpaired_geomean_same_tasks']:.3f}."]
             if at.get("eager_drift_median"):
-                L[-1] += (f" Eager's own timings across one search's children varied by a median "
+                L[-1] += (f" Eager's timings across one search's children varied by a median "
                           f"factor of {at['eager_drift_median']:.2f} (slowest over fastest), up to "
                           f"{at['eager_drift_max']:.2f} ({at['eager_drift_max_task']}).")
         if at.get("stale"):
@@ -774,8 +774,10 @@ def main(argv=None) -> int:
     def can_start(row: dict) -> bool:
         if fits(last.get(row["id"]), time.monotonic() - started, args.deadline_seconds):
             return True
-        print(f"{row['id']}: not started (its last record took {last[row['id']]['seconds']} s; "
-              f"--deadline-seconds {args.deadline_seconds:.0f} is too close); left for the next "
+        took = (last.get(row["id"]) or {}).get("seconds")
+        print(f"{row['id']}: not started ("
+              + (f"its last record took {took} s; " if took else "")
+              + f"--deadline-seconds {args.deadline_seconds:.0f} is too close); left for the next "
               "run", flush=True)
         return False
 

@@ -144,7 +144,7 @@ def _disturbed(t) -> bool:
 
 def _quality(t) -> tuple:
     """Smaller is better: undisturbed first, then the smaller relative spread."""
-    return _disturbed(t), t.spread_ms / t.median_ms
+    return _disturbed(t), t.spread_ms / t.median_ms if t.median_ms > 0 else math.inf
 
 
 def _brief(t) -> dict:
