@@ -107,7 +107,8 @@ def _host(timing) -> dict | None:
     """How quiet the host was during a timing: reserved CPUs, involuntary context switches."""
     if timing is None:
         return None
-    keep = ("timing_cpus", "involuntary_switches", "threads_moved_back", "cpu_note", "clock")
+    keep = ("timing_cpus", "involuntary_switches", "threads_moved_back", "load1", "cpu_note",
+            "clock")
     return {k: timing.extra[k] for k in keep if k in timing.extra} or None
 
 

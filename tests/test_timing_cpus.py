@@ -35,7 +35,7 @@ def test_the_timing_thread_moves_for_the_timing_and_back(monkeypatch):
         inside = os.sched_getaffinity(0)
     assert inside == {reserved}
     assert record["timing_cpus"] == [reserved]
-    assert record["involuntary_switches"] >= 0
+    assert record["involuntary_switches"] >= 0 and record["load1"] >= 0
     assert os.sched_getaffinity(0) == before   # moved back
 
 

@@ -64,7 +64,8 @@ def _switches() -> int:
 def timing_cpus(record: dict):
     """Run the body on the reserved timing CPUs (if any); fills ``record`` with what happened:
     ``timing_cpus`` (the set used, or absent), ``cpu_note`` (why not), ``involuntary_switches``,
-    ``threads_moved_back`` (threads started during the body, moved off the reserved cores)."""
+    ``threads_moved_back`` (threads started during the body, moved off the reserved cores),
+    ``load1`` (the host's one-minute load average at the end)."""
     cpus, note = _env_cpus("CUDAL1_TIMING_CPUS")
     before = None
     if cpus and hasattr(os, "sched_setaffinity"):
@@ -82,6 +83,8 @@ def timing_cpus(record: dict):
         yield
     finally:
         record["involuntary_switches"] = _switches() - s0
+        with contextlib.suppress(OSError, AttributeError):   # how busy the rest of the host was
+            record["load1"] = round(os.getloadavg()[0], 2)
         if before is not None:
             with contextlib.suppress(OSError):
                 os.sched_setaffinity(0, before)
