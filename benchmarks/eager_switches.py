@@ -17,16 +17,24 @@ from pathlib import Path
 BUCKETS = ((0, 10, "0-9"), (10, 50, "10-49"), (50, None, "50 or more"))
 
 
+def record_eager_timings(r: dict) -> list[tuple[float, int | None]]:
+    """(ms, switches) of every eager timing of one record: its own attempts' with the switches
+    their thread took, and the paired ones (switches None)."""
+    out = []
+    for a in r.get("attempts") or []:
+        if a.get("origin") == "baseline:eager" and a.get("ms"):
+            out.append((a["ms"], (a.get("host") or {}).get("involuntary_switches")))
+        if a.get("paired_ref_ms"):
+            out.append((a["paired_ref_ms"], None))
+    return out
+
+
 def eager_timings(lines: list[str]) -> dict[str, list[tuple[float, int | None, int]]]:
     """Per task: (ms, switches or None for a paired timing, record line) of every eager timing."""
     out = collections.defaultdict(list)
     for i, line in enumerate(lines):
         r = json.loads(line)
-        for a in r.get("attempts") or []:
-            if a.get("origin") == "baseline:eager" and a.get("ms"):
-                out[r["id"]].append((a["ms"], (a.get("host") or {}).get("involuntary_switches"), i))
-            if a.get("paired_ref_ms"):
-                out[r["id"]].append((a["paired_ref_ms"], None, i))
+        out[r["id"]] += [(ms, sw, i) for ms, sw in record_eager_timings(r)]
     return out
 
 

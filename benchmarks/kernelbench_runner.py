@@ -26,6 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(1, str(ROOT / "benchmarks"))   # its sibling scripts, imported where used
 
 import torch  # noqa: E402
 
@@ -494,9 +495,8 @@ def eager_drift(r: dict) -> float | None:
     """Slowest over fastest of eager's timings in one search: its own child's and the paired one
     in every attempt's child. The same code on the same inputs: the host's drift between
     children, which a ratio of two children's timings carries."""
-    ms = [x for a in r.get("attempts") or [] for x in
-          ((a.get("ms"),) if a.get("origin") == "baseline:eager" else ()) + (a.get("paired_ref_ms"),)
-          if x]
+    from eager_switches import record_eager_timings
+    ms = [x for x, _ in record_eager_timings(r)]
     return max(ms) / min(ms) if len(ms) > 1 else None
 
 
@@ -625,8 +625,6 @@ def stale_ids(records: list[dict], traces: Path = GRAPH_TRACES) -> list[str] | N
     for now. None without traces."""
     if not traces.exists():
         return None
-    if str(ROOT / "benchmarks") not in sys.path:   # called once per finished task
-        sys.path.insert(0, str(ROOT / "benchmarks"))
     import trace_vs_records
     graphs = {}
     for line in traces.read_text().splitlines():
