@@ -239,7 +239,9 @@ def replay_candidate(row: dict, task: Task, data_path: str | None, device: str):
     return Candidate(row["custom_code"], "replay:custom_code", round=1)
 
 
-def run_task(row: dict, args, ceilings: dict) -> dict:
+def run_task(row: dict, args, ceilings: dict, budget_s: float | None = None) -> dict:
+    """One task's search, eager/inductor and the replayed solution; the search stops proposing
+    after ``budget_s`` (default ``--task-timeout``) and keeps what it verified so far."""
     from torch_cudal1.search import SearchError, run_search
     from torch_cudal1.verify import evaluate
     task = Task(source=row["ref_code"], name=row["id"])
@@ -250,10 +252,12 @@ def run_task(row: dict, args, ceilings: dict) -> dict:
     except Exception as e:  # noqa: BLE001 - some references do not run on meta tensors
         rec["work_error"] = f"{type(e).__name__}: {str(e)[:200]}"
     baselines = "eager,inductor" + (",inductor-max-autotune" if args.max_autotune else "")
+    budget_s = args.task_timeout if budget_s is None else budget_s
+    child_s = min(budget_s, 300.0)   # one child's limit: none outlives the task's budget
     opts = Options.resolve({
         "engine": "builtin", "baselines": baselines, "rounds": args.rounds,
-        "trials": 2 if args.fast else 3, "time_budget_s": args.task_timeout,
-        "verify_timeout_s": min(args.task_timeout, 300.0), "progress": False,
+        "trials": 2 if args.fast else 3, "time_budget_s": budget_s,
+        "verify_timeout_s": child_s, "progress": False,
         "parallel_builds": args.builds_per_task, "cache_dir": str(Path(args.out) / "cache")})
     # The CUDA-L1 solution is verified and timed beside the search (its nvcc build overlaps the
     # search's children; the device lock keeps the timings apart).
@@ -263,7 +267,7 @@ def run_task(row: dict, args, ceilings: dict) -> dict:
         from concurrent.futures import ThreadPoolExecutor
         pool = ThreadPoolExecutor(1, thread_name_prefix="kb-replay")
         replay = pool.submit(evaluate, task, cand, device=args.device, trials=opts.trials,
-                             timeout_s=min(args.task_timeout, 300.0),
+                             timeout_s=child_s,
                              pair_reference=opts.pairs_reference(args.device))
         pool.shutdown(wait=False)
     lines = []
@@ -278,7 +282,8 @@ def run_task(row: dict, args, ceilings: dict) -> dict:
         w = res.winner
         rec.update(status="ok", eager_ms=res.eager_ms, inductor_ms=res.inductor_ms,
                    builtin_ms=w.timing.median_ms, builtin_winner=w.candidate.origin,
-                   builtin_correct=bool(w.verdict.accepted),
+                   builtin_correct=bool(w.verdict.accepted), stop_reason=res.stop_reason,
+                   search_budget_s=round(budget_s, 1),
                    attempts=[attempt_record(a) for a in res.attempts])
         if w.timing.paired_speedup:   # eager timed in the winner's own child, right after it
             rec["builtin_paired_speedup"] = w.timing.paired_speedup
@@ -292,7 +297,7 @@ def run_task(row: dict, args, ceilings: dict) -> dict:
                 # out of device memory or time beside the search's children (its timings wait
                 # for theirs): a property of the crowd, not of the solution; once more, alone
                 verdict, timing = evaluate(task, cand, device=args.device, trials=opts.trials,
-                                           timeout_s=min(args.task_timeout, 300.0),
+                                           timeout_s=child_s,
                                            pair_reference=opts.pairs_reference(args.device))
             rec["replay_candidate"] = {"origin": cand.origin, "accepted": verdict.accepted,
                                        "reason": verdict.reason, "detail": verdict.detail[:300],
@@ -331,10 +336,10 @@ def _out_of_memory(rec: dict) -> bool:
                for a in [rec.get("replay_candidate"), *attempts])
 
 
-def _run_task_safely(row: dict, args, ceilings: dict) -> dict:
+def _run_task_safely(row: dict, args, ceilings: dict, budget_s: float | None = None) -> dict:
     t0 = time.monotonic()
     try:
-        return run_task(row, args, ceilings)
+        return run_task(row, args, ceilings, budget_s)
     except Exception as e:  # noqa: BLE001 - the harness failed on this task: record it, go on
         return {"id": row["id"], "level": row["level"], "status": "harness_error",
                 "error": f"{type(e).__name__}: {str(e)[:400]}", "seconds": round(time.monotonic() - t0, 1)}
@@ -589,13 +594,29 @@ def read_results(path: Path) -> dict:
 EXPECTED_SLOWDOWN = 1.5
 
 
+# Seconds a task keeps after its search's budget, before the deadline: the settling retimes of
+# the baselines and the best candidates, and the replayed solution's verdict.
+DEADLINE_RESERVE_S = 90.0
+# A search given less than this is not started: it would time its baselines and little more.
+MIN_SEARCH_S = 60.0
+
+
+def search_budget(task_timeout: float, elapsed: float, deadline: float) -> float:
+    """The search's budget for a task started now: ``--task-timeout``, cut so that the task
+    ends before ``deadline`` (0 = none) instead of being killed there with nothing recorded."""
+    if not deadline:
+        return task_timeout
+    return min(task_timeout, deadline - elapsed - DEADLINE_RESERVE_S)
+
+
 def fits(record: dict | None, elapsed: float, deadline: float) -> bool:
     """A task may start now if its last record says it ends before ``deadline`` (0 = none)."""
     if not deadline:
         return True
-    if record and record.get("seconds"):
-        return elapsed + EXPECTED_SLOWDOWN * float(record["seconds"]) <= deadline
-    return elapsed < deadline
+    if search_budget(float("inf"), elapsed, deadline) < MIN_SEARCH_S:
+        return False
+    return not (record and record.get("seconds")) or \
+        elapsed + EXPECTED_SLOWDOWN * float(record["seconds"]) <= deadline
 
 
 def done_ids(path: Path, retry_failed: bool) -> set:
@@ -691,7 +712,8 @@ def main(argv=None) -> int:
     ap.add_argument("--deadline-seconds", type=float, default=0,
                     help="this run is cut off after this long (the caller's timeout): start no "
                          "task whose last record's time, times %g, would not fit before it, and go "
-                         "on with those that would" % EXPECTED_SLOWDOWN)
+                         "on with those that would; each search stops proposing %g s before it"
+                         % (EXPECTED_SLOWDOWN, DEADLINE_RESERVE_S))
     ap.add_argument("--summary-only", action="store_true", help="rewrite the summary and stop")
     ap.add_argument("--stale", action="store_true",
                     help="the selected tasks whose records lack a candidate family the built-in "
@@ -823,7 +845,9 @@ def main(argv=None) -> int:
                 row = claim_next()
                 if row is None:
                     break
-                running[pool.submit(_run_task_safely, row, args, ceilings)] = row
+                budget = search_budget(args.task_timeout, time.monotonic() - started,
+                                       args.deadline_seconds)
+                running[pool.submit(_run_task_safely, row, args, ceilings, budget)] = row
             if not running:
                 break
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
@@ -835,7 +859,8 @@ def main(argv=None) -> int:
             continue
         if not can_start(row):
             continue
-        finish(_run_task_safely(row, args, ceilings))
+        finish(_run_task_safely(row, args, ceilings, search_budget(
+            args.task_timeout, time.monotonic() - started, args.deadline_seconds)))
     with lock:
         summary = write_summary(rows, results, ceilings, out, args.total_tasks)
     print((out / "summary.md").read_text())

@@ -81,7 +81,7 @@ def test_a_task_out_of_device_memory_beside_others_is_retried_alone(tmp_path, mo
     kb, data, out = _fake_queue(tmp_path, 1, (1, 2, 3))
     active, seen, mu = [0], [], threading.Lock()
 
-    def fake_run_task(row, args, ceilings):
+    def fake_run_task(row, args, ceilings, budget_s=None):
         with mu:
             active[0] += 1
             seen.append((row["id"], active[0]))
@@ -120,7 +120,7 @@ def test_retry_failed_runs_again_only_the_tasks_whose_latest_record_is_a_failure
                                                             "reason": "memory",
                                                             "detail": "CUDA out of memory"})) + "\n")
     ran = []
-    monkeypatch.setattr(kb, "run_task", lambda row, a, c: ran.append(row["id"]) or dict(ok, id=row["id"]))
+    monkeypatch.setattr(kb, "run_task", lambda row, a, c, b=None: ran.append(row["id"]) or dict(ok, id=row["id"]))
     kb.main(["--data", str(data), "--device", "cpu", "--out", str(out), "--no-replay"])
     assert ran == []                                   # without the flag a failure counts as done
     kb.main(["--data", str(data), "--device", "cpu", "--out", str(out), "--no-replay", "--retry-failed"])
@@ -137,7 +137,7 @@ def test_again_reruns_the_selected_tasks_whatever_their_records(tmp_path, monkey
     (out / "results.jsonl").write_text("".join(json.dumps(dict(ok, id=f"L2_{i}")) + "\n"
                                                for i in (1, 2)))
     ran = []
-    monkeypatch.setattr(kb, "run_task", lambda row, a, c: ran.append(row["id"])
+    monkeypatch.setattr(kb, "run_task", lambda row, a, c, b=None: ran.append(row["id"])
                         or dict(ok, id=row["id"], builtin_ms=0.5))
     kb.main(["--data", str(data), "--device", "cpu", "--out", str(out), "--no-replay", "--ids", "L2_2"])
     assert ran == []
@@ -157,15 +157,22 @@ def test_a_task_that_would_not_end_before_the_deadline_is_left_and_the_next_one_
     (out / "results.jsonl").write_text("".join(
         json.dumps(dict(ok, id=f"L2_{i}", seconds=sec)) + "\n"
         for i, sec in ((1, 346.0), (2, 20.0), (3, 237.0))))
-    ran, lines = [], []
-    monkeypatch.setattr(kb, "run_task", lambda row, a, c: ran.append(row["id"])
-                        or dict(ok, id=row["id"], seconds=0.1))
+    ran, lines, budgets = [], [], []
+    monkeypatch.setattr(kb, "run_task", lambda row, a, c, b=None: ran.append(row["id"])
+                        or budgets.append(b) or dict(ok, id=row["id"], seconds=0.1))
     monkeypatch.setattr("builtins.print", lambda *a, **k: lines.append(" ".join(map(str, a))))
     kb.main(["--data", str(data), "--device", "cpu", "--out", str(out), "--no-replay",
              "--again", "--ids", "L2_1,L2_2,L2_3", "--deadline-seconds", "450"])
     assert ran == ["L2_2", "L2_3"]   # 1.5 x 237 fits in 450 s; 1.5 x 346 does not
     assert any(x.startswith("L2_1: not started (its last record took 346.0 s") for x in lines)
     assert kb.fits(None, 10.0, 450) and not kb.fits(None, 451.0, 450) and kb.fits({"seconds": 1e6}, 0, 0)
+    # Session 20: tasks ran up to 3 times their last record and were killed at the deadline with
+    # nothing recorded; now each search stops proposing in time to be recorded before it.
+    assert all(b <= 450 - kb.DEADLINE_RESERVE_S for b in budgets)
+    assert kb.search_budget(400, 300, 450) == 450 - 300 - kb.DEADLINE_RESERVE_S
+    assert kb.search_budget(400, 0, 0) == 400 and kb.search_budget(400, 0, 1000) == 400
+    # and a task with too little left for a search is not started, whatever its last record
+    assert not kb.fits({"seconds": 1.0}, 450 - kb.DEADLINE_RESERVE_S - kb.MIN_SEARCH_S + 1, 450)
 
 
 def test_a_kernelbench_folder_adds_its_tasks_to_the_data_files(tmp_path, monkeypatch):
@@ -183,7 +190,7 @@ def test_a_kernelbench_folder_adds_its_tasks_to_the_data_files(tmp_path, monkeyp
     ran = []
     ok = {"status": "ok", "eager_ms": 1.0, "inductor_ms": 1.0, "builtin_ms": 1.0,
           "builtin_correct": True, "seconds": 0.1}
-    monkeypatch.setattr(kb, "run_task", lambda row, a, c: ran.append((row["id"], row["ref_code"],
+    monkeypatch.setattr(kb, "run_task", lambda row, a, c, b=None: ran.append((row["id"], row["ref_code"],
                         row["custom_code"])) or dict(ok, id=row["id"], level=row["level"]))
     kb.main(["--data", str(data), "--tasks", str(folder), "--device", "cpu", "--out", str(out),
              "--no-replay"])
@@ -217,7 +224,7 @@ def test_a_solution_out_of_memory_beside_the_search_is_verified_again_alone(tmp_
     def fake_search(task, opts, device, key="", progress=None):
         searching.append(True)
         return types.SimpleNamespace(winner=base, attempts=[base], eager_ms=0.5, inductor_ms=0.6,
-                                     cleanup=lambda: searching.pop())
+                                     stop_reason="rounds exhausted", cleanup=lambda: searching.pop())
     verdicts = []
 
     def fake_evaluate(task, cand, **kw):
