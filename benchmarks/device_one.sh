@@ -21,6 +21,9 @@
 #                                 the product's default, forks once it is up; 0 never: sessions
 #                                 12-13, whose tasks spent a median 45 s outside their phases against
 #                                 3 s forked: benchmarks/runner_phases.py)
+#                                 ORDER: the runner's order flag (default --interleave;
+#                                 --shortest-first: the quickest last records first, for a
+#                                 short call)
 # The native timing helpers build in the background from the start where needed; the runner,
 # the scripts and the real models wait for them.
 # One physical core is kept for timings (CUDAL1_TIMING_CPUS), the rest do the work.

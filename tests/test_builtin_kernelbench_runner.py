@@ -156,14 +156,14 @@ def test_a_task_that_would_not_end_before_the_deadline_is_left_and_the_next_one_
           "builtin_correct": True}
     (out / "results.jsonl").write_text("".join(
         json.dumps(dict(ok, id=f"L2_{i}", seconds=sec)) + "\n"
-        for i, sec in ((1, 346.0), (2, 20.0), (3, 237.0))))
+        for i, sec in ((1, 346.0), (2, 20.0), (3, 137.0))))
     ran, lines, budgets = [], [], []
     monkeypatch.setattr(kb, "run_task", lambda row, a, c, b=None: ran.append(row["id"])
                         or budgets.append(b) or dict(ok, id=row["id"], seconds=0.1))
     monkeypatch.setattr("builtins.print", lambda *a, **k: lines.append(" ".join(map(str, a))))
     kb.main(["--data", str(data), "--device", "cpu", "--out", str(out), "--no-replay",
              "--again", "--ids", "L2_1,L2_2,L2_3", "--deadline-seconds", "450"])
-    assert ran == ["L2_2", "L2_3"]   # 1.5 x 237 fits in 450 s; 1.5 x 346 does not
+    assert ran == ["L2_2", "L2_3"]   # 2 x 137 fits in 450 s; 2 x 346 does not
     assert any(x.startswith("L2_1: not started (its last record took 346.0 s") for x in lines)
     assert kb.fits(None, 10.0, 450) and not kb.fits(None, 451.0, 450) and kb.fits({"seconds": 1e6}, 0, 0)
     # Session 20: tasks ran up to 3 times their last record and were killed at the deadline with
@@ -173,6 +173,23 @@ def test_a_task_that_would_not_end_before_the_deadline_is_left_and_the_next_one_
     assert kb.search_budget(400, 0, 0) == 400 and kb.search_budget(400, 0, 1000) == 400
     # and a task with too little left for a search is not started, whatever its last record
     assert not kb.fits({"seconds": 1.0}, 450 - kb.DEADLINE_RESERVE_S - kb.MIN_SEARCH_S + 1, 450)
+
+
+def test_shortest_first_runs_the_quickest_records_first(tmp_path, monkeypatch):
+    """A short device call gets the most records from the tasks quickest last time; a task with
+    no record (its time unknown) comes last."""
+    kb, data, out = _fake_queue(tmp_path, 2, (1, 2, 3, 4))
+    ok = {"level": 2, "status": "ok", "eager_ms": 1.0, "inductor_ms": 1.0, "builtin_ms": 1.0,
+          "builtin_correct": True}
+    (out / "results.jsonl").write_text("".join(
+        json.dumps(dict(ok, id=f"L2_{i}", seconds=sec)) + "\n"
+        for i, sec in ((1, 30.0), (3, 5.0), (4, 10.0))))
+    ran = []
+    monkeypatch.setattr(kb, "run_task", lambda row, a, c, b=None: ran.append(row["id"])
+                        or dict(ok, id=row["id"], seconds=0.1))
+    kb.main(["--data", str(data), "--device", "cpu", "--out", str(out), "--no-replay",
+             "--again", "--ids", "L2_1,L2_2,L2_3,L2_4", "--shortest-first"])
+    assert ran == ["L2_3", "L2_4", "L2_1", "L2_2"]
 
 
 def test_a_kernelbench_folder_adds_its_tasks_to_the_data_files(tmp_path, monkeypatch):
