@@ -598,25 +598,36 @@ EXPECTED_SLOWDOWN = 2.0
 # Seconds a task keeps after its search's budget, before the deadline: the candidate in flight,
 # the settling retimes of the baselines and the best candidates, the replayed solution's
 # verdict, each waiting for the device behind other jobs. (Session 20 call 2: with 90, two of
-# five tasks were still running 90 s after their budgets and were cut off.)
+# five tasks were still running 90 s after their budgets and were cut off.) A task whose last
+# record was short keeps less, in proportion: its candidates and retimes are short too.
 DEADLINE_RESERVE_S = 150.0
+RESERVE_PER_RECORD_S = 0.75    # of its last record's seconds, at least MIN_RESERVE_S
+MIN_RESERVE_S = 45.0
 # A search given less than this is not started: it would time its baselines and little more.
 MIN_SEARCH_S = 60.0
 
 
-def search_budget(task_timeout: float, elapsed: float, deadline: float) -> float:
+def _reserve(record: dict | None) -> float:
+    took = (record or {}).get("seconds")
+    if not took:
+        return DEADLINE_RESERVE_S
+    return min(DEADLINE_RESERVE_S, max(MIN_RESERVE_S, RESERVE_PER_RECORD_S * float(took)))
+
+
+def search_budget(task_timeout: float, elapsed: float, deadline: float,
+                  record: dict | None = None) -> float:
     """The search's budget for a task started now: ``--task-timeout``, cut so that the task
     ends before ``deadline`` (0 = none) instead of being killed there with nothing recorded."""
     if not deadline:
         return task_timeout
-    return min(task_timeout, deadline - elapsed - DEADLINE_RESERVE_S)
+    return min(task_timeout, deadline - elapsed - _reserve(record))
 
 
 def fits(record: dict | None, elapsed: float, deadline: float) -> bool:
     """A task may start now if its last record says it ends before ``deadline`` (0 = none)."""
     if not deadline:
         return True
-    if search_budget(float("inf"), elapsed, deadline) < MIN_SEARCH_S:
+    if search_budget(float("inf"), elapsed, deadline, record) < MIN_SEARCH_S:
         return False
     return not (record and record.get("seconds")) or \
         elapsed + EXPECTED_SLOWDOWN * float(record["seconds"]) <= deadline
@@ -715,8 +726,8 @@ def main(argv=None) -> int:
     ap.add_argument("--deadline-seconds", type=float, default=0,
                     help="this run is cut off after this long (the caller's timeout): start no "
                          "task whose last record's time, times %g, would not fit before it, and go "
-                         "on with those that would; each search stops proposing %g s before it"
-                         % (EXPECTED_SLOWDOWN, DEADLINE_RESERVE_S))
+                         "on with those that would; each search stops proposing in time to end "
+                         "before it (up to %g s before)" % (EXPECTED_SLOWDOWN, DEADLINE_RESERVE_S))
     ap.add_argument("--summary-only", action="store_true", help="rewrite the summary and stop")
     ap.add_argument("--stale", action="store_true",
                     help="the selected tasks whose records lack a candidate family the built-in "
@@ -855,7 +866,7 @@ def main(argv=None) -> int:
                 if row is None:
                     break
                 budget = search_budget(args.task_timeout, time.monotonic() - started,
-                                       args.deadline_seconds)
+                                       args.deadline_seconds, last.get(row["id"]))
                 running[pool.submit(_run_task_safely, row, args, ceilings, budget)] = row
             if not running:
                 break
@@ -869,7 +880,8 @@ def main(argv=None) -> int:
         if not can_start(row):
             continue
         finish(_run_task_safely(row, args, ceilings, search_budget(
-            args.task_timeout, time.monotonic() - started, args.deadline_seconds)))
+            args.task_timeout, time.monotonic() - started, args.deadline_seconds,
+            last.get(row["id"]))))
     with lock:
         summary = write_summary(rows, results, ceilings, out, args.total_tasks)
     print((out / "summary.md").read_text())

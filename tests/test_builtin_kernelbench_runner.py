@@ -168,11 +168,15 @@ def test_a_task_that_would_not_end_before_the_deadline_is_left_and_the_next_one_
     assert kb.fits(None, 10.0, 450) and not kb.fits(None, 451.0, 450) and kb.fits({"seconds": 1e6}, 0, 0)
     # Session 20: tasks ran up to 3 times their last record and were killed at the deadline with
     # nothing recorded; now each search stops proposing in time to be recorded before it.
-    assert all(b <= 450 - kb.DEADLINE_RESERVE_S for b in budgets)
-    assert kb.search_budget(400, 300, 450) == 450 - 300 - kb.DEADLINE_RESERVE_S
+    assert all(b <= 450 - kb.MIN_RESERVE_S for b in budgets)
+    assert kb.search_budget(400, 300, 450) == 450 - 300 - kb.DEADLINE_RESERVE_S   # no record
     assert kb.search_budget(400, 0, 0) == 400 and kb.search_budget(400, 0, 1000) == 400
+    # a task quick last time keeps less after its budget: its candidates are quick too
+    quick, slow = {"seconds": 40.0}, {"seconds": 400.0}
+    assert kb.search_budget(400, 300, 450, quick) == 450 - 300 - kb.MIN_RESERVE_S
+    assert kb.search_budget(400, 0, 450, slow) == 450 - kb.DEADLINE_RESERVE_S
     # and a task with too little left for a search is not started, whatever its last record
-    assert not kb.fits({"seconds": 1.0}, 450 - kb.DEADLINE_RESERVE_S - kb.MIN_SEARCH_S + 1, 450)
+    assert not kb.fits({"seconds": 1.0}, 450 - kb.MIN_RESERVE_S - kb.MIN_SEARCH_S + 1, 450)
 
 
 def test_shortest_first_runs_the_quickest_records_first(tmp_path, monkeypatch):
