@@ -19,6 +19,7 @@ import argparse
 import json
 import math
 import os
+import signal
 import statistics
 import sys
 import time
@@ -588,6 +589,42 @@ def read_results(path: Path) -> dict:
     return done
 
 
+# Tasks in flight when the caller cut the run off (SIGTERM from its timeout): no record is
+# written for them, but how long each had run is kept here, beside results.jsonl.
+CUT_OFF = "cut_off.jsonl"
+
+
+def record_cut_off(out: Path, running_since: dict[str, float], results: Path) -> None:
+    """How long each task in flight at the cut-off had run, and how many records results.jsonl
+    had then: a record written later supersedes the hint."""
+    now = time.monotonic()
+    n = len(results.read_text().splitlines()) if results.exists() else 0
+    with (out / CUT_OFF).open("a") as fh:
+        for tid, t0 in running_since.items():
+            fh.write(json.dumps({"id": tid, "cut_off_after_s": round(now - t0, 1),
+                                 "records_then": n}) + "\n")
+
+
+def last_times(results: Path) -> dict:
+    """Each task's last record, for the deadline rule; where a run was cut off with the task in
+    flight after that record, its ``seconds`` is at least how long it had run then (session 20:
+    L1_68, last recorded at 210 s, was cut off twice after 446 s)."""
+    last, line_of = {}, {}
+    if results.exists():
+        for i, line in enumerate(results.read_text().splitlines(), 1):
+            if line.strip():
+                r = json.loads(line)
+                last[r["id"]], line_of[r["id"]] = r, i
+    cut = results.parent / CUT_OFF
+    for line in (cut.read_text().splitlines() if cut.exists() else []):
+        c = json.loads(line)
+        if c["records_then"] >= line_of.get(c["id"], 0):
+            rec = last.get(c["id"]) or {}
+            last[c["id"]] = dict(rec, seconds=max(float(rec.get("seconds") or 0.0),
+                                                  c["cut_off_after_s"]))
+    return last
+
+
 # A task is expected to take its last record's time this many times over: the built-in engine
 # proposes more than when most records were made, and other jobs share the host. (Session 19,
 # call 2: L2_34 and L2_3, last 346 and 237 s, started first and were both cut off after 450 s;
@@ -727,7 +764,9 @@ def main(argv=None) -> int:
                     help="this run is cut off after this long (the caller's timeout): start no "
                          "task whose last record's time, times %g, would not fit before it, and go "
                          "on with those that would; each search stops proposing in time to end "
-                         "before it (up to %g s before)" % (EXPECTED_SLOWDOWN, DEADLINE_RESERVE_S))
+                         "before it (up to %g s before). Cut off all the same (SIGTERM), the run "
+                         "notes how long its tasks in flight had run (%s), for the next run's rule"
+                         % (EXPECTED_SLOWDOWN, DEADLINE_RESERVE_S, CUT_OFF))
     ap.add_argument("--summary-only", action="store_true", help="rewrite the summary and stop")
     ap.add_argument("--stale", action="store_true",
                     help="the selected tasks whose records lack a candidate family the built-in "
@@ -810,7 +849,7 @@ def main(argv=None) -> int:
     pending = list(todo)
     claims = out / f"claims-{args.claim}.txt" if args.claim else None
 
-    last = read_results(results)   # each task's time before, against --deadline-seconds
+    last = last_times(results)   # each task's time before, against --deadline-seconds
 
     def can_start(row: dict) -> bool:
         if fits(last.get(row["id"]), time.monotonic() - started, args.deadline_seconds):
@@ -854,34 +893,48 @@ def main(argv=None) -> int:
         else:
             finish(rec)
 
-    with ThreadPoolExecutor(max(1, args.jobs), thread_name_prefix="kb-task") as pool:
-        running: dict = {}
-        while pending or running:
-            while pending and len(running) < max(1, args.jobs):
-                if args.max_seconds and time.monotonic() - started > args.max_seconds:
-                    print(f"stopping: --max-seconds {args.max_seconds:.0f} reached", flush=True)
-                    pending = []
+    running_since: dict[str, float] = {}
+
+    def cut_off(signum, frame):   # the caller's timeout: what was in flight, then its default
+        record_cut_off(out, dict(running_since), results)
+        os._exit(128 + signum)
+    before = signal.signal(signal.SIGTERM, cut_off)
+    try:
+        with ThreadPoolExecutor(max(1, args.jobs), thread_name_prefix="kb-task") as pool:
+            running: dict = {}
+            while pending or running:
+                while pending and len(running) < max(1, args.jobs):
+                    if args.max_seconds and time.monotonic() - started > args.max_seconds:
+                        print(f"stopping: --max-seconds {args.max_seconds:.0f} reached", flush=True)
+                        pending = []
+                        break
+                    row = claim_next()
+                    if row is None:
+                        break
+                    budget = search_budget(args.task_timeout, time.monotonic() - started,
+                                           args.deadline_seconds, last.get(row["id"]))
+                    running_since[row["id"]] = time.monotonic()
+                    running[pool.submit(_run_task_safely, row, args, ceilings, budget)] = row
+                if not running:
                     break
-                row = claim_next()
-                if row is None:
-                    break
-                budget = search_budget(args.task_timeout, time.monotonic() - started,
-                                       args.deadline_seconds, last.get(row["id"]))
-                running[pool.submit(_run_task_safely, row, args, ceilings, budget)] = row
-            if not running:
-                break
-            finished, _ = wait(running, return_when=FIRST_COMPLETED)
-            for f in finished:
-                settle(running.pop(f), f.result())
-    for row in deferred:   # this device to themselves now (a task cut off here is not recorded:
-        if args.max_seconds and time.monotonic() - started > args.max_seconds:   # next run's)
-            print(f"{row['id']}: not retried (--max-seconds reached); left for the next run", flush=True)
-            continue
-        if not can_start(row):
-            continue
-        finish(_run_task_safely(row, args, ceilings, search_budget(
-            args.task_timeout, time.monotonic() - started, args.deadline_seconds,
-            last.get(row["id"]))))
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for f in finished:
+                    row = running.pop(f)
+                    running_since.pop(row["id"], None)
+                    settle(row, f.result())
+        for row in deferred:   # this device to themselves now (a task cut off here is not recorded:
+            if args.max_seconds and time.monotonic() - started > args.max_seconds:   # next run's)
+                print(f"{row['id']}: not retried (--max-seconds reached); left for the next run", flush=True)
+                continue
+            if not can_start(row):
+                continue
+            running_since[row["id"]] = time.monotonic()
+            finish(_run_task_safely(row, args, ceilings, search_budget(
+                args.task_timeout, time.monotonic() - started, args.deadline_seconds,
+                last.get(row["id"]))))
+            running_since.pop(row["id"], None)
+    finally:   # main() called inside another program (tests) leaves its handler as it was
+        signal.signal(signal.SIGTERM, before)
     with lock:
         summary = write_summary(rows, results, ceilings, out, args.total_tasks)
     print((out / "summary.md").read_text())

@@ -1,7 +1,9 @@
 """CPU smoke test of the KernelBench runner on two tiny level-1 tasks (skipped without data)."""
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -179,6 +181,50 @@ def test_a_task_that_would_not_end_before_the_deadline_is_left_and_the_next_one_
     assert not kb.fits({"seconds": 1.0}, 450 - kb.MIN_RESERVE_S - kb.MIN_SEARCH_S + 1, 450)
 
 
+def test_a_run_cut_off_by_its_callers_timeout_keeps_how_long_its_tasks_had_run(tmp_path):
+    """Session 20: L1_68, last recorded at 210 s, was in flight at two calls' cut-offs (SIGTERM
+    from `timeout`) and lost each time with no trace, so the deadline rule kept starting it.
+    Now the runner notes how long each task in flight had run; the next run's rule uses it,
+    until a newer record supersedes it. The results file itself is untouched."""
+    kb, data, out = _fake_queue(tmp_path, 2, (1, 2))
+    ok = {"level": 2, "status": "ok", "eager_ms": 1.0, "inductor_ms": 1.0, "builtin_ms": 1.0,
+          "builtin_correct": True}
+    (out / "results.jsonl").write_text(json.dumps(dict(ok, id="L2_1", seconds=10.0)) + "\n")
+    started = tmp_path / "started"
+    script = (f"import sys, time; sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); "
+              "import kernelbench_runner as kb\n"
+              "def slow(row, a, c, b=None):\n"
+              f"    open({str(started)!r}, 'a').write(row['id'] + '\\n'); time.sleep(600)\n"
+              "kb.run_task = slow\n"
+              f"kb.main(['--data', {str(data)!r}, '--device', 'cpu', '--out', {str(out)!r}, "
+              "'--no-replay', '--again', '--ids', 'L2_1,L2_2', '--jobs', '2'])\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=str(ROOT),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (started.exists() and len(started.read_text().split()) == 2):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.2)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM
+    cut = [json.loads(x) for x in (out / kb.CUT_OFF).read_text().splitlines()]
+    assert sorted(c["id"] for c in cut) == ["L2_1", "L2_2"] and all(c["cut_off_after_s"] >= 1.0
+                                                                    for c in cut)
+    assert len((out / "results.jsonl").read_text().splitlines()) == 1   # no record written
+    last = kb.last_times(out / "results.jsonl")
+    assert last["L2_1"]["seconds"] >= 10.0 and last["L2_1"]["status"] == "ok"
+    assert last["L2_2"]["seconds"] >= 1.0
+    # a cut-off longer than the last record counts; a newer record supersedes it
+    (out / kb.CUT_OFF).write_text(json.dumps({"id": "L2_1", "cut_off_after_s": 446.0,
+                                              "records_then": 1}) + "\n")
+    assert kb.last_times(out / "results.jsonl")["L2_1"]["seconds"] == 446.0
+    assert not kb.fits(kb.last_times(out / "results.jsonl")["L2_1"], 0.0, 450)
+    with (out / "results.jsonl").open("a") as fh:
+        fh.write(json.dumps(dict(ok, id="L2_1", seconds=30.0)) + "\n")
+    assert kb.last_times(out / "results.jsonl")["L2_1"]["seconds"] == 30.0
+
+
 def test_shortest_first_runs_the_quickest_records_first(tmp_path, monkeypatch):
     """A short device call gets the most records from the tasks quickest last time; a task with
     no record (its time unknown) comes last."""
@@ -191,9 +237,11 @@ def test_shortest_first_runs_the_quickest_records_first(tmp_path, monkeypatch):
     ran = []
     monkeypatch.setattr(kb, "run_task", lambda row, a, c, b=None: ran.append(row["id"])
                         or dict(ok, id=row["id"], seconds=0.1))
+    before = signal.getsignal(signal.SIGTERM)
     kb.main(["--data", str(data), "--device", "cpu", "--out", str(out), "--no-replay",
              "--again", "--ids", "L2_1,L2_2,L2_3,L2_4", "--shortest-first"])
     assert ran == ["L2_3", "L2_4", "L2_1", "L2_2"]
+    assert signal.getsignal(signal.SIGTERM) is before   # its cut-off handler is the run's alone
 
 
 def test_a_kernelbench_folder_adds_its_tasks_to_the_data_files(tmp_path, monkeypatch):
