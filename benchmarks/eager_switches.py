@@ -4,7 +4,9 @@ candidates' children), grouped by the involuntary context switches its thread to
 
     python3 benchmarks/eager_switches.py benchmarks/results/h200/kernelbench
 
-Prints a markdown table, then the timings of 50 switches or more (``search.DISTURBED_SWITCHES``).
+Prints a markdown table, then the timings of 50 switches or more (``search.DISTURBED_SWITCHES``),
+then every timing (any candidate's, and the first of one taken again) by the timing CPU it ran on:
+which core the timings are given decides how often the host takes it from them.
 """
 from __future__ import annotations
 
@@ -38,6 +40,22 @@ def eager_timings(lines: list[str]) -> dict[str, list[tuple[float, int | None, i
     return out
 
 
+def switches_by_timing_cpu(lines: list[str]) -> dict[str, list[int]]:
+    """Per timing CPU set: the involuntary switches of every timing on it, in all the records."""
+    out = collections.defaultdict(list)
+    for line in lines:
+        for a in json.loads(line).get("attempts") or []:
+            host = a.get("host") or {}
+            if "involuntary_switches" not in host:
+                continue
+            cpus = ",".join(map(str, host.get("timing_cpus") or [])) or "none"
+            out[cpus].append(host["involuntary_switches"])
+            again = a.get("retimed") or {}
+            if "involuntary_switches" in again:
+                out[cpus].append(again["involuntary_switches"])
+    return out
+
+
 def main(argv: list[str]) -> int:
     lines = (Path(argv[0]) / "results.jsonl").read_text().splitlines()
     ratios, high = collections.defaultdict(list), []
@@ -61,6 +79,10 @@ def main(argv: list[str]) -> int:
     print("\n| task | line (0-based) | switches | ratio |\n|---|---|---|---|")
     for task, line, sw, ratio in sorted(high, key=lambda x: -x[3]):
         print(f"| {task} | {line} | {sw} | {ratio:.2f} |")
+    print("\n| timing CPUs | timings | median switches | max | 50 or more |\n|---|---|---|---|---|")
+    for cpus, sw in sorted(switches_by_timing_cpu([x for x in lines if x.strip()]).items()):
+        print(f"| {cpus} | {len(sw)} | {statistics.median(sw):g} | {max(sw)} | "
+              f"{sum(s >= 50 for s in sw)} |")
     return 0
 
 

@@ -58,3 +58,23 @@ def test_runner_phases_split_each_tasks_wall_time(tmp_path, capsys):
     # wall, other, lock wait, reference, build, verify, time, paired reference, canary
     assert "| 2 | L1_3 | 1 | 5 | 0 | 0 | 1 | 1 | 1 | 1 | 0 | 1 |" in out
     assert out.rstrip().endswith("| | all | | 5 | 0 | 0 | 1 | 1 | 1 | 1 | 0 | 1 |")
+
+
+def test_eager_switches_counts_every_timing_by_the_core_it_ran_on(tmp_path, capsys):
+    """Which core the timings are given decides how often the host takes it from them
+    (sessions 19-20: CPU 0 against CPU 15): every timing counts, the first of one taken again
+    too, under the timing CPUs it ran on."""
+    import eager_switches
+
+    def att(origin, ms, sw, cpus, retimed=None):
+        a = {"origin": origin, "ms": ms, "host": {"involuntary_switches": sw, "timing_cpus": cpus}}
+        return a | ({"retimed": {"involuntary_switches": retimed}} if retimed is not None else {})
+    lines = [json.dumps({"id": "L1_1", "attempts": [att("baseline:eager", 1.0, 3, [0]),
+                                                    att("builtin:x", 0.5, 2, [0], retimed=400)]}),
+             json.dumps({"id": "L1_1", "attempts": [att("baseline:eager", 1.2, 60, [15])]})]
+    assert dict(eager_switches.switches_by_timing_cpu(lines)) == {"0": [3, 2, 400], "15": [60]}
+    (tmp_path / "results.jsonl").write_text("\n".join(lines) + "\n")
+    assert eager_switches.main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "| 0 | 3 | 3 | 400 | 1 |" in out and "| 15 | 1 | 60 | 60 | 1 |" in out
+    assert "| L1_1 | 1 | 60 |" in out   # the disturbed eager timing, listed
