@@ -418,6 +418,13 @@ def write_markdown(records: list[dict], summary: dict, ceilings: dict, path: Pat
             L += ["", f"Timed on the Python loop, not the native clock: {at['python_clock']} of the "
                   f"{at['measured']} tasks (the loop's own host time sits inside their launch-bound "
                   "samples; build the helpers with `cudal1 bench --native` first)."]
+        if at.get("disturbed_eager"):
+            ids = at["disturbed_eager"]
+            L += ["", f"Eager timed while the host preempted it on the timing core "
+                  f"{search.DISTURBED_SWITCHES} times or more: {len(ids)} tasks ({' '.join(ids)}; "
+                  "recorded before such timings were taken again; run them again). Counted 1.0 "
+                  "instead, the built-in figure over all tasks is "
+                  f"{at['cudal1_builtin_without_disturbed_eager']:.3f}."]
         if at.get("paired_tasks"):
             L += ["", f"With eager timed in the built-in winner's own verifier child, right after "
                   f"it (`pair_reference`): {at['paired_tasks']} tasks, geomean over eager "
@@ -485,6 +492,12 @@ def all_tasks_geomean(records: list[dict], total: int) -> dict:
         out[count] = sum(1 for r in ok if tag in str(r.get("builtin_winner")))
     out["measured"] = len(ok)
     out["python_clock"] = sum(1 for r in ok if timed_on_python_clock(r))
+    disturbed = [r for r in ok if eager_disturbed(r)]
+    if disturbed:   # their speedups rest on an eager time the host inflated: counted 1.0 instead
+        out["disturbed_eager"] = sorted(r["id"] for r in disturbed)
+        logs = [math.log(r["eager_ms"] / r["builtin_ms"]) for r in ok
+                if r.get("builtin_ms") and r not in disturbed]
+        out["cudal1_builtin_without_disturbed_eager"] = math.exp(sum(logs) / total)
     paired = [r for r in ok if r.get("builtin_paired_speedup") and r.get("builtin_ms")]
     if paired:   # the same tasks both ways: what the host's drift between children did
         out["paired_tasks"] = len(paired)
@@ -504,6 +517,15 @@ def eager_drift(r: dict) -> float | None:
     from eager_switches import record_eager_timings
     ms = [x for x, _ in record_eager_timings(r)]
     return max(ms) / min(ms) if len(ms) > 1 else None
+
+
+def eager_disturbed(r: dict) -> bool:
+    """The record's eager time was taken while the host preempted its thread on the timing core
+    ``search.DISTURBED_SWITCHES`` times or more (records from before such timings were taken
+    again): eager ran up to 2.06x its other timings then (``benchmarks/eager_switches.py``)."""
+    return any(a.get("origin") == "baseline:eager" and a.get("ms") and
+               (a.get("host") or {}).get("involuntary_switches", 0) >= search.DISTURBED_SWITCHES
+               for a in r.get("attempts") or [])
 
 
 def timed_on_python_clock(r: dict) -> bool:

@@ -484,3 +484,23 @@ def test_the_summary_says_how_far_eager_drifted_between_one_searchs_children(tmp
     at = kb.all_tasks_geomean([rec], total=1)
     assert "varied by a median factor of 2.00 (slowest over fastest), up to 2.00 (L3_10)" in \
         _summary_text(kb, [rec], at, tmp_path / "summary.md")
+
+
+def test_the_summary_names_the_tasks_whose_eager_the_host_disturbed(tmp_path):
+    """Session 20: eager timings preempted 50 times or more on the timing core ran up to 2.06x
+    the task's other eager timings, and 11 records made before they were taken again still
+    divide by one. The summary names them and gives the figure with each counted 1.0."""
+    kb = _kb()
+    calm = dict(_att("baseline:eager", 4.0), host={"involuntary_switches": 3})
+    rec = {"id": "L3_1", "level": 3, "status": "ok", "eager_ms": 4.0, "inductor_ms": 2.0,
+           "builtin_ms": 1.0, "builtin_winner": "builtin:x", "replay_ms": 1.0, "attempts": [calm]}
+    hit = dict(rec, id="L3_2", attempts=[dict(calm, host={"involuntary_switches": 426})])
+    at = kb.all_tasks_geomean([rec, hit], total=2)
+    assert at["disturbed_eager"] == ["L3_2"]
+    assert abs(at["cudal1_builtin_without_disturbed_eager"] - 2.0) < 1e-9   # (4 * 1) ** (1 / 2)
+    assert abs(at["cudal1_builtin"] - 4.0) < 1e-9
+    assert "50 times or more: 1 tasks (L3_2;" in _summary_text(kb, [rec, hit], at,
+                                                               tmp_path / "summary.md")
+    # a disturbed candidate is not eager: nothing to say
+    other = dict(rec, attempts=[calm, dict(_att("builtin:x", 1.0), host={"involuntary_switches": 99})])
+    assert "disturbed_eager" not in kb.all_tasks_geomean([other], total=1)
