@@ -793,7 +793,8 @@ def main(argv=None) -> int:
     ap.add_argument("--stale", action="store_true",
                     help="the selected tasks whose records lack a candidate family the built-in "
                          "engine proposes from their graph now (benchmarks/trace_vs_records.py), "
-                         "slowest first, run again; a task leaves the list once its record has it")
+                         "slowest first, run again; a task leaves the list once its record has it. "
+                         "Then those whose eager timing the host disturbed (the summary names them)")
     ap.add_argument("--shortest-first", action="store_true",
                     help="the selected tasks in the order of their last record's time, quickest "
                          "first (those without a record last): for a short call")
@@ -837,8 +838,11 @@ def main(argv=None) -> int:
             summary = write_summary(rows, results, ceilings, out, args.total_tasks)
         print((out / "summary.md").read_text())
         return 1 if any(v["incorrect"] for v in summary.values()) else 0
-    if args.stale:   # run again, slowest first, what the engine has candidates for that it never tried
-        stale = stale_ids(list(read_results(results).values())) or []
+    if args.stale:   # run again, slowest first, what the engine has candidates for that it never
+        recs = list(read_results(results).values())   # tried, and what divides by a disturbed eager
+        disturbed = [r["id"] for r in recs if r.get("status") == "ok" and eager_disturbed(r)]
+        stale = stale_ids(recs) or []
+        stale += [i for i in disturbed if i not in stale]
         rows = sorted((r for r in rows if r["id"] in stale), key=lambda r: stale.index(r["id"]))
         args.again = True
     if args.shortest_first:   # most records from a short call: those quickest last time first
