@@ -13,7 +13,8 @@
 #   IDS=L1_40,... (AGAIN=1)       the KernelBench runner on those tasks (RUNNER=1: on every task
 #                                 without a record; RETRY=1 also reruns harness failures; STALE=1:
 #                                 the records that lack a candidate family the engine proposes
-#                                 now, slowest first, as benchmarks/trace_vs_records.py finds; one
+#                                 now, slowest first, as benchmarks/trace_vs_records.py finds,
+#                                 then those whose eager timing the host disturbed; one
 #                                 whose last record says it cannot end before the call does is
 #                                 left for the next: --deadline-seconds); JOBS
 #                                 tasks in flight (default 4); verifier children forked from the
