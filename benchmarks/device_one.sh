@@ -26,7 +26,8 @@
 #                                 --shortest-first: the quickest last records first, for a
 #                                 short call)
 # The native timing helpers build in the background from the start where needed; the runner,
-# the scripts and the real models wait for them.
+# the scripts and the real models wait for them. A build comes back in the tarball (native/):
+# put it in .carry/native/ and the next call imports it instead (native.import_build).
 # One physical core is kept for timings (CUDAL1_TIMING_CPUS), the rest do the work.
 # Needs the KernelBench data in .carry/kernelbench/ (carried: ../shared does not travel).
 set -u
@@ -54,7 +55,9 @@ rm -f $R/kernelbench/claims-*.txt   # a queue left by an earlier call would hide
 # call 2: inductor 1.41-1.64 ms in the CUDA-graph modes' process against 1.07-1.14 later, which
 # made torch.compile's modes look 0.68 of inductor).
 if [ -n "${GPU_TESTS:-}${SCRIPTS:-}${IDS:-}${RUNNER:-}${RETRY:-}${STALE:-}" ]; then
-  ( CUDAL1_NATIVE=1 timeout 240 taskset -c $WORK python3 -c "from torch_cudal1.bench import native; print(native.build())" \
+  # a build carried from an earlier call (.carry/native, keyed by sources, torch and CUDA) saves
+  # the 74 s a fresh machine spends on it (session 20); else built here and sent back for the next
+  ( CUDAL1_NATIVE=1 timeout 240 taskset -c $WORK python3 -m torch_cudal1.bench.native .carry/native $W/native \
       > $W/native_build.log 2>&1; touch $W/native_done ) &
 else
   touch $W/native_done

@@ -53,7 +53,7 @@ rm -f $R/kernelbench/claims-*.txt   # a queue left by an earlier call would hide
 # Python timing loop's own host time sits inside every launch-bound sample (session 11, call 1:
 # the same CUDA graph 0.059 ms on the Python clock, 0.020 ms on the native one in session 10).
 # Built beside the first part; the runner waits for it, real models do without (as before).
-( CUDAL1_NATIVE=1 timeout 240 python3 -c "from torch_cudal1.bench import native; print(native.build())" \
+( CUDAL1_NATIVE=1 timeout 240 python3 -m torch_cudal1.bench.native .carry/native $W/native \
     > $W/native_build.log 2>&1; touch $W/native_done ) &
 
 run_gpu() {   # run_gpu GPU TAG SECONDS: one runner on one GPU, on the shared queue TAG

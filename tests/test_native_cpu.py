@@ -66,3 +66,27 @@ def test_verifier_child_uses_the_native_helpers(built, monkeypatch):
     assert v.accepted, v
     assert v.stats["checker"] == "native"
     assert t.extra["clock"] == "native"
+
+
+def test_a_build_carried_to_a_fresh_machine_loads_without_building(built, tmp_path, monkeypatch):
+    """A fresh GPU machine spent 74 s of each 560 s device call building the helpers (session
+    20). A build exported under its key imports on a machine with an empty build cache; one
+    that is not this machine's (other sources, torch or CUDA) is never imported."""
+    carried = native.export_build(tmp_path / "carry")
+    assert carried is not None and native.build_key() in carried.name
+    monkeypatch.setenv("CUDAL1_BUILD_CACHE_DIR", str(tmp_path / "fresh"))
+    native._loaded.clear()
+    assert native.load() is None                      # nothing built on the fresh machine
+    assert native.import_build(tmp_path / "carry")
+    mod = native.load()
+    assert mod is not None and mod.check_close(torch.ones(3), torch.ones(3), 0.01, 0.0)[4] == 0
+    # another machine's build (its key differs): not imported, and the fresh cache stays empty
+    monkeypatch.setenv("CUDAL1_BUILD_CACHE_DIR", str(tmp_path / "fresh2"))
+    native._loaded.clear()
+    carried.rename(carried.with_name(native._name("cpu") + "-0123456789abcdef.so"))
+    assert not native.import_build(tmp_path / "carry") and native.load() is None
+    # a file under the right key that does not import is refused and removed again
+    (tmp_path / "carry" / carried.name).write_bytes(b"not a shared object")
+    assert not native.import_build(tmp_path / "carry")
+    assert not list((tmp_path / "fresh2").rglob("*.so"))
+    native._loaded.clear()

@@ -8,9 +8,14 @@ existing build directly from its ``.so`` and returns None when there is none, so
 paths stay the default (and the only path on CPU CI unless asked for).
 
 ``CUDAL1_NATIVE``: ``0`` never use them, ``1`` build when missing, unset/``auto`` use a prior build.
+
+``export_build`` / ``import_build`` carry a build to another machine with the same torch, CUDA
+and sources (a fresh GPU machine spends a minute or more on the CUDA build otherwise): the ``.so``
+travels under a name keyed by all three, so a stale one is never imported.
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import shutil
@@ -78,3 +83,70 @@ def load(optional: bool = True):
         if optional:
             return None
         raise
+
+
+def build_key(flavour: str | None = None) -> str:
+    """What a build depends on: its sources, torch, CUDA and the flavour."""
+    fl = flavour or _flavour()
+    h = hashlib.sha256(f"{torch.__version__}|{torch.version.cuda}|{fl}".encode())
+    for src in sorted(CSRC.iterdir()):
+        if src.suffix in (".cpp", ".cu", ".h", ".cuh"):
+            h.update(src.name.encode() + b"\0" + src.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _carried(directory: str | os.PathLike, fl: str) -> Path:
+    return Path(directory) / f"{_name(fl)}-{build_key(fl)}.so"
+
+
+def export_build(directory: str | os.PathLike) -> Path | None:
+    """Copy this machine's build into ``directory`` under its key; None when there is none."""
+    fl = _flavour()
+    so = next(iter(sorted(build_dir(fl).glob(_name(fl) + "*.so"))), None)
+    if so is None:
+        return None
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    dest = _carried(directory, fl)
+    shutil.copyfile(so, dest)
+    return dest
+
+
+def import_build(directory: str | os.PathLike) -> bool:
+    """Put a build carried in ``directory`` where ``load()`` finds it, if one matches this
+    machine's sources, torch and CUDA and imports; False otherwise (build it then)."""
+    fl = _flavour()
+    src = _carried(directory, fl)
+    if not src.is_file():
+        return False
+    d = build_dir(fl)
+    d.mkdir(parents=True, exist_ok=True)
+    dest = d / f"{_name(fl)}.so"
+    shutil.copyfile(src, dest)
+    _loaded.pop(fl, None)
+    prev = os.environ.get("CUDAL1_NATIVE")
+    os.environ["CUDAL1_NATIVE"] = "auto"   # import what is there, never build here
+    try:
+        if load(optional=True) is not None:
+            return True
+    finally:
+        if prev is None:
+            os.environ.pop("CUDAL1_NATIVE", None)
+        else:
+            os.environ["CUDAL1_NATIVE"] = prev
+    dest.unlink(missing_ok=True)   # a carried build that does not import is not left behind
+    return False
+
+
+def prepare(carried: str | os.PathLike, export_to: str | os.PathLike | None = None) -> str:
+    """A fresh machine's helpers: the build carried in ``carried`` where it is this machine's,
+    else one built here (and copied to ``export_to`` for the next). Says which."""
+    if import_build(carried):
+        return f"native helpers: carried in {carried}, not built"
+    mod = build()
+    dest = export_build(export_to) if export_to else None
+    return f"native helpers: built here ({mod.__file__})" + (f", exported to {dest}" if dest else "")
+
+
+if __name__ == "__main__":   # python3 -m torch_cudal1.bench.native CARRIED [EXPORT_TO]
+    import sys
+    print(prepare(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None))
