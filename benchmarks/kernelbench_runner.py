@@ -846,7 +846,7 @@ def main(argv=None) -> int:
         rows = sorted((r for r in rows if r["id"] in stale), key=lambda r: stale.index(r["id"]))
         args.again = True
     if args.shortest_first:   # most records from a short call: those quickest last time first
-        last_s = {i: r.get("seconds") or 0.0 for i, r in read_results(results).items()}
+        last_s = {i: r.get("seconds") or 0.0 for i, r in last_times(results).items()}
         rows = sorted(rows, key=lambda r: last_s.get(r["id"], float("inf")))
     mine = _shard(rows, args.shard)
     if args.device.startswith("cuda") and not args.python_clock:

@@ -123,16 +123,8 @@ def import_build(directory: str | os.PathLike) -> bool:
     dest = d / f"{_name(fl)}.so"
     shutil.copyfile(src, dest)
     _loaded.pop(fl, None)
-    prev = os.environ.get("CUDAL1_NATIVE")
-    os.environ["CUDAL1_NATIVE"] = "auto"   # import what is there, never build here
-    try:
-        if load(optional=True) is not None:
-            return True
-    finally:
-        if prev is None:
-            os.environ.pop("CUDAL1_NATIVE", None)
-        else:
-            os.environ["CUDAL1_NATIVE"] = prev
+    if load(optional=True) is not None:   # the .so is there now: imported, never built
+        return True
     dest.unlink(missing_ok=True)   # a carried build that does not import is not left behind
     return False
 
