@@ -14,7 +14,8 @@
 #                                 without a record; RETRY=1 also reruns harness failures; STALE=1:
 #                                 the records that lack a candidate family the engine proposes
 #                                 now, slowest first, as benchmarks/trace_vs_records.py finds,
-#                                 then those whose eager timing the host disturbed; one
+#                                 then those whose eager timing the host disturbed, then
+#                                 those timed on the Python loop; one
 #                                 whose last record says it cannot end before the call does is
 #                                 left for the next: --deadline-seconds); JOBS
 #                                 tasks in flight (default 4); verifier children forked from the

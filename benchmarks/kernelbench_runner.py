@@ -795,7 +795,8 @@ def main(argv=None) -> int:
                     help="the selected tasks whose records lack a candidate family the built-in "
                          "engine proposes from their graph now (benchmarks/trace_vs_records.py), "
                          "slowest first, run again; a task leaves the list once its record has it. "
-                         "Then those whose eager timing the host disturbed (the summary names them)")
+                         "Then those whose eager timing the host disturbed, then those timed on the "
+                         "Python loop (the summary counts both)")
     ap.add_argument("--shortest-first", action="store_true",
                     help="the selected tasks in the order of their last record's time, quickest "
                          "first (those without a record last): for a short call")
@@ -840,10 +841,11 @@ def main(argv=None) -> int:
         print((out / "summary.md").read_text())
         return 1 if any(v["incorrect"] for v in summary.values()) else 0
     if args.stale:   # run again, slowest first, what the engine has candidates for that it never
-        recs = list(read_results(results).values())   # tried, and what divides by a disturbed eager
-        disturbed = [r["id"] for r in recs if r.get("status") == "ok" and eager_disturbed(r)]
+        recs = list(read_results(results).values())   # tried; then what was timed unsoundly
         stale = stale_ids(recs) or []
-        stale += [i for i in disturbed if i not in stale]
+        for unsound in (eager_disturbed, timed_on_python_clock):
+            stale += [r["id"] for r in recs if r.get("status") == "ok" and unsound(r)
+                      and r["id"] not in stale]
         rows = sorted((r for r in rows if r["id"] in stale), key=lambda r: stale.index(r["id"]))
         args.again = True
     if args.shortest_first:   # most records from a short call: those quickest last time first
