@@ -74,6 +74,7 @@ def test_a_build_carried_to_a_fresh_machine_loads_without_building(built, tmp_pa
     that is not this machine's (other sources, torch or CUDA) is never imported."""
     carried = native.export_build(tmp_path / "carry")
     assert carried is not None and native.build_key() in carried.name
+    monkeypatch.setenv("CUDAL1_NATIVE", "auto")   # load() imports a build, never makes one
     monkeypatch.setenv("CUDAL1_BUILD_CACHE_DIR", str(tmp_path / "fresh"))
     native._loaded.clear()
     assert native.load() is None                      # nothing built on the fresh machine
