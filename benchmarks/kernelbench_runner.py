@@ -848,9 +848,10 @@ def main(argv=None) -> int:
                       and r["id"] not in stale]
         rows = sorted((r for r in rows if r["id"] in stale), key=lambda r: stale.index(r["id"]))
         args.again = True
+    last = last_times(results)   # each task's time before: for the order and the deadline
     if args.shortest_first:   # most records from a short call: those quickest last time first
-        last_s = {i: r.get("seconds") or 0.0 for i, r in last_times(results).items()}
-        rows = sorted(rows, key=lambda r: last_s.get(r["id"], float("inf")))
+        rows = sorted(rows, key=lambda r: (last[r["id"]].get("seconds") or 0.0)
+                      if r["id"] in last else float("inf"))
     mine = _shard(rows, args.shard)
     if args.device.startswith("cuda") and not args.python_clock:
         print(native_clock_note(), flush=True)
@@ -877,8 +878,6 @@ def main(argv=None) -> int:
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
     pending = list(todo)
     claims = out / f"claims-{args.claim}.txt" if args.claim else None
-
-    last = last_times(results)   # each task's time before, against --deadline-seconds
 
     def can_start(row: dict) -> bool:
         if fits(last.get(row["id"]), time.monotonic() - started, args.deadline_seconds):
