@@ -1,5 +1,6 @@
 """CPU-capable CUDA-L1 solutions (plain PyTorch, the smallest inputs) through the verifier.
-The real LLM output includes a false speedup: (2, 18) returns one preallocated output buffer on
+The real LLM output includes false speedups: (2, 18) and (3, 33) write every result into one
+preallocated buffer; (2, 66) and (2, 80), whose answers are constant, return the same tensor on
 every call."""
 import pytest
 
@@ -7,7 +8,8 @@ from torch_cudal1.contracts import Candidate
 from torch_cudal1.task import Task
 from torch_cudal1.verify import evaluate
 
-EXPECT = {(1, 100): "ok", (2, 14): "ok", (3, 1): "ok", (2, 18): "output_aliased"}
+EXPECT = {(1, 100): "ok", (2, 14): "ok", (3, 1): "ok", (2, 18): "output_aliased",
+          (2, 66): "output_aliased", (2, 80): "output_aliased", (3, 33): "output_aliased"}
 
 
 def test_cpu_capable_kernelbench_rows(kernelbench_rows, tmp_path):

@@ -61,6 +61,19 @@ WRONG_UPDATE = HEAD + '''
         return h * 2
 '''
 
+# Right on every call, but returns one buffer it keeps, made afresh only when its state was put
+# back (so each checked call, from the state at construction, gets a new one): served, every
+# call overwrites the result the caller holds from the one before (KernelBench L3_33's CUDA-L1
+# solution on a GPU).
+BUFFER_KEPT_WITH_STATE = HEAD + '''
+    def forward(self, x):
+        h = torch.tanh(self.lin(torch.cat((x, self.hidden.to(x.device)), dim=1)))
+        if getattr(self, "_mine", None) is not self.hidden:
+            self._out = torch.empty_like(h)
+        self.hidden = self._mine = h
+        return torch.mul(h, 2, out=self._out)
+'''
+
 
 @pytest.fixture(scope="module")
 def task():
@@ -107,3 +120,11 @@ def test_stateful_checks_hold_with_answers_recomputed(task, source, ok, monkeypa
         assert verdict.stats["references"] == "recomputed" and timing.median_ms > 0
     else:
         assert verdict.reason == "mismatch" and "in sequence" in verdict.detail
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_an_output_buffer_reused_across_calls_in_sequence_is_rejected(task, device):
+    verdict, _ = evaluate(task, Candidate(BUFFER_KEPT_WITH_STATE, "test:buffer"), device=device,
+                          trials=2, time_it=False)
+    assert not verdict.accepted and verdict.reason == "output_aliased", verdict
+    assert "state carried across calls" in verdict.detail

@@ -14,9 +14,10 @@ Order of work (each step can end it with a verdict):
    float64) run; checks: exact tensors, async work, input mutation, values, tampering (the
    answers are kept for the later steps while they fit the device, else computed again:
    ``references.py``);
-5. anti-caching: earlier outputs unchanged (aliasing), the draws again in shuffled order, the
-   same input buffers refilled in place, a second run on the same input (nondeterminism), a run
-   under a different global RNG state (seed dependence);
+5. anti-caching: earlier outputs unchanged and sharing no memory with later ones (aliasing,
+   results kept across calls), the draws again in shuffled order, the same input buffers
+   refilled in place, a second run on the same input (nondeterminism), a run under a different
+   global RNG state (seed dependence);
 6. timing with outputs checked during it, and the refill check again after it; with
    ``pair_reference``, the reference timed right after it under the same lock.
 
@@ -99,6 +100,26 @@ def _snapshot(out):
         return type(out)(_snapshot(o) for o in out) if not hasattr(out, "_fields") else \
             type(out)(*(_snapshot(o) for o in out))
     return out
+
+
+def _shared_memory(calls: list) -> tuple[int, int] | None:
+    """Two calls (indices into ``calls``, each a call's output) whose output tensors share
+    memory, or None. By storage range, so a view of a kept buffer or a tensor made over a static
+    pool (``from_blob``) counts as much as the same tensor returned twice."""
+    spans = []
+    for k, out in enumerate(calls):
+        for o in flatten_outputs(out):
+            if isinstance(o, torch.Tensor) and o.numel():
+                s = o.untyped_storage()
+                spans.append((str(o.device), s.data_ptr(), s.data_ptr() + s.nbytes(), k))
+    spans.sort()
+    for i, (dev, _, end, k) in enumerate(spans):
+        for dev_b, start_b, _, k_b in spans[i + 1:]:
+            if dev_b != dev or start_b >= end:
+                break
+            if k_b != k:
+                return min(k, k_b), max(k, k_b)
+    return None
 
 
 def _same(a, b) -> bool:
@@ -472,6 +493,10 @@ class Harness:
             if not _same(live, frozen):
                 raise Reject("output_aliased", f"the output of draw {k} changed when later "
                                                "calls ran (a reused output buffer)")
+        # Unchanged is not enough: a result kept across calls (a constant output cached once)
+        # changes under the caller of one call when the caller updates another's in place.
+        self.no_shared_outputs([live for live, _ in outs], lambda: [
+            self.reference(self.draws[k], hi=False)[0] for k in (0, 1)], "")
         del outs
         # The same inputs again, shuffled: answers must follow the inputs, not the call order.
         order = list(range(len(draws)))
@@ -496,6 +521,16 @@ class Harness:
                                       stateful=self.stateful,
                                       canary=f"off: {self.canary.off}" if self.canary.off
                                       else "kept").to_json()}
+
+    @staticmethod
+    def no_shared_outputs(calls: list, reference_calls, when: str) -> None:
+        """Outputs of separate calls (``calls``, all alive) must not share memory unless the
+        reference's own do (``reference_calls()``: it returns a buffer of its own)."""
+        shared = _shared_memory(calls)
+        if shared and _shared_memory(reference_calls()) is None:
+            raise Reject("output_aliased", f"{when}the outputs of draws {shared[0]} and "
+                                           f"{shared[1]} share memory, which the reference's do "
+                                           "not (a result kept across calls)")
 
     def _detect_state(self, inputs) -> None:
         """A reference that answers one input differently on a second call, and as the first
@@ -523,14 +558,28 @@ class Harness:
         self.hi_state.restore()
         self.new_state.restore()
         self.stateful = False   # no putting back between these calls
+        when = "state carried across calls: "
+        # Outputs stay alive to the end: with the state put back before each call, a buffer the
+        # candidate keeps in its state may be made afresh on every call (L3_33's CUDA-L1
+        # solution: a tensor attribute that .to() left behind sends it down its first-call path
+        # each time), so reuse shows only here.
+        outs, ref_outs = [], []
         try:
             for k, inputs in enumerate(self.draws):
                 exp = self.reference(inputs)
                 got = self.call(inputs, f"draw {k} in sequence")
                 reason, detail, stats = self.cmp(exp[0], got, exp[1])
                 if reason != "ok":
-                    raise Reject(reason, f"state carried across calls, draw {k} in sequence: "
-                                         f"{detail}", **stats)
+                    raise Reject(reason, f"{when}draw {k} in sequence: {detail}", **stats)
+                outs.append((got, _snapshot(got)))
+                ref_outs.append((exp[0], _snapshot(exp[0])))
+                del exp
+            for k, ((live, frozen), (ref_live, ref_frozen)) in enumerate(zip(outs, ref_outs)):
+                if not _same(live, frozen) and _same(ref_live, ref_frozen):
+                    raise Reject("output_aliased", f"{when}the output of draw {k} changed when "
+                                                   "later calls ran (a reused output buffer)")
+            self.no_shared_outputs([live for live, _ in outs],
+                                   lambda: [live for live, _ in ref_outs], when)
         finally:
             self.stateful = True
 
