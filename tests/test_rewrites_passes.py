@@ -312,3 +312,50 @@ def test_sums_that_are_not_over_a_products_columns_alone_are_left(forward):
     task = _task(forward, "[torch.randn(8, 16), torch.randn(16, 32)]")
     result = apply_rewrites(trace_task(task, "cpu").gm)
     assert "sum_of_product" not in result.fired
+
+
+def _pool_task(module: str, shape: str, dtype: str = "") -> Task:
+    return _task("x):\n        return self.pool(x)", f"[torch.randn({shape}{dtype})]",
+                 init_body=f"        self.pool = nn.{module}")
+
+
+@pytest.mark.parametrize("module,shape", [
+    ("AvgPool3d(3, stride=2, padding=1)", "2, 4, 9, 8, 7"),
+    ("AvgPool2d(2)", "2, 3, 8, 9"),
+    ("AvgPool2d((3, 2), stride=(1, 2), padding=(1, 0), divisor_override=4)", "2, 3, 8, 9"),
+    ("AvgPool2d(3, stride=2, count_include_pad=False)", "2, 3, 9, 9"),   # no padding to count
+    ("AvgPool2d(3, stride=2, padding=1, ceil_mode=True)", "2, 3, 9, 9"),  # no window past the edge
+    ("AvgPool1d(3, stride=1, padding=1)", "2, 5, 10"),                    # traced as a 2-D pool
+])
+def test_an_average_pool_becomes_a_depthwise_convolution(module, shape):
+    task = _pool_task(module, shape)
+    traced = trace_task(task, "cpu")
+    result = apply_rewrites(traced.gm)
+    assert "avg_pool_as_conv" in result.fired, result.counts
+    ops = _ops(result.gm)
+    assert "aten.convolution.default" in ops and not any("avg_pool" in o for o in ops), ops
+    _check_same(task, traced, result.gm)
+
+
+@pytest.mark.parametrize("module,shape", [
+    ("AvgPool2d(3, stride=2, padding=1, count_include_pad=False)", "2, 3, 9, 9"),
+    ("AvgPool2d(2, stride=2, ceil_mode=True)", "2, 3, 9, 9"),   # a last window past the edge
+    ("AvgPool2d(2)", "3, 8, 9"),                               # unbatched
+])
+def test_average_pools_a_convolution_would_change_are_left_alone(module, shape):
+    result = apply_rewrites(trace_task(_pool_task(module, shape), "cpu").gm)
+    assert "avg_pool_as_conv" not in result.fired, result.counts
+
+
+def test_an_average_pool_in_bfloat16_stays_within_its_rounding():
+    """The constant tap rounds to the input's dtype (1/9 in bfloat16): the convolution answers
+    within bfloat16's own precision of the pool."""
+    task = _pool_task("AvgPool2d(3, stride=1, padding=1)", "2, 3, 8, 8", ", dtype=torch.bfloat16")
+    traced = trace_task(task, "cpu")
+    result = apply_rewrites(traced.gm)
+    assert "avg_pool_as_conv" in result.fired
+    x = torch.randn(2, 3, 8, 8, dtype=torch.bfloat16)
+    ref = torch.nn.functional.avg_pool2d(x, 3, 1, 1)
+    got = result.gm(x)[0]
+    assert got.dtype == torch.bfloat16
+    torch.testing.assert_close(got.float(), ref.float(), rtol=2e-2, atol=2e-2)

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 import torch.fx as fx
 
-from . import (attention, cleanup, conv_transpose, cse, diag, long_rows, matrix_chain, outputs,
-               size_one, sum_of_product, value_range)
+from . import (attention, avg_pool, cleanup, conv_transpose, cse, diag, long_rows, matrix_chain,
+               outputs, size_one, sum_of_product, value_range)
 from ._util import dead_code
 
 # (name, pass, counts as removing work)
@@ -28,6 +28,8 @@ PASSES = [
     ("fused_attention", attention.run, True),
     # not less work (strided: no products with inserted zeros), but the forward kernels
     ("transposed_conv_as_conv", conv_transpose.run, True),
+    # nor this: an average pool as a depthwise convolution with a constant kernel
+    ("avg_pool_as_conv", avg_pool.run, True),
     ("value_range", value_range.run, True),
     ("size_one_reduction", size_one.run, True),
     # not less work either: a Triton template for layer and group norms over long rows (GPU graphs)
@@ -37,7 +39,8 @@ PASSES = [
 NAMES = [p[0] for p in PASSES]
 # Passes that move work to other kernels rather than remove it: whether that is faster depends on
 # the device and the shapes, so the built-in engine proposes the graph both with and without them.
-KERNEL_CHOICE = {"transposed_conv_as_conv", "long_row_layer_norm", "long_row_group_norm"}
+KERNEL_CHOICE = {"transposed_conv_as_conv", "avg_pool_as_conv", "long_row_layer_norm",
+                 "long_row_group_norm"}
 
 
 @dataclass

@@ -4,7 +4,8 @@ Round 1 proposes what the task's own graph allows:
 
 * ``builtin:rewrite`` — the task's ATen graph with exact rewrites applied (diagonal products as
   broadcasts, matrix-chain reassociation, value-range folding, size-1 reductions, dropout/CSE/dead
-  code removal, fused attention, transposed convolutions as plain ones), run eagerly, and
+  code removal, fused attention, transposed convolutions as plain ones, average pools as
+  depthwise convolutions), run eagerly, and
   ``builtin:rewrite+inductor`` — the same graph through ``torch.compile``. Only when a rewrite
   fired: otherwise they are the baselines again. Where a rewrite that only moves work to other
   kernels fired (``KERNEL_CHOICE``), the graph with only the others is proposed too. One such
