@@ -145,3 +145,23 @@ def test_records_without_the_graph_wraps_their_own_times_call_for_are_stale(tmp_
     uncapturable = dict(rec, attempts=[_ok("baseline:eager", 14.8), _ok("baseline:inductor", 8.1),
                                        {"origin": "builtin:cudagraph", "reason": "crash"}])
     assert trace_vs_records.new_graph_wraps(uncapturable) == ["builtin:inductor+cudagraph"]
+
+
+
+def test_graph_wraps_are_read_off_the_times_round_two_saw():
+    """A timing the search took again after round 2 and kept is not the one round 2 chose by:
+    the wrap it chose then is not called missing."""
+    first, again = 0.039, 0.087    # inductor: fastest when round 2 ran, slower once retimed
+    attempts = [_ok("baseline:eager", 0.0436),
+                dict(_ok("baseline:inductor", again),
+                     retimed={"kept": "second", "median_ms": first, "spread_ms": 0.01}),
+                _ok("builtin:cudagraph", 0.0499), _ok("builtin:cudnn-benchmark", 0.0444),
+                _ok("builtin:inductor+cudagraph", 0.0431)]
+    rec = {"id": "L2_1", "status": "ok", "seconds": 58.7, "attempts": attempts}
+    assert trace_vs_records.new_graph_wraps(rec) == []
+    # the first timing kept (0.087 ms then, 0.039 the later one): the record's time is the one
+    # round 2 saw, and by it cuDNN autotuning was fastest, which the record never wrapped
+    attempts[1] = dict(_ok("baseline:inductor", again),
+                       retimed={"kept": "first", "median_ms": first, "spread_ms": 0.01})
+    assert trace_vs_records.new_graph_wraps(dict(rec, attempts=attempts)) == \
+        ["builtin:cudnn-benchmark+cudagraph"]
