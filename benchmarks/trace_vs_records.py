@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import signal
 import sys
 from pathlib import Path
@@ -103,6 +104,10 @@ def tried(rec: dict) -> dict:
     wraps = new_graph_wraps(rec)
     return {"graph_wraps_now": bool(wraps), "rec_graph_wraps": not wraps,
             "rec_rewrite": any("rewrite" in o for o in origins),
+            # which rewrites: a pass added since may fire where others were tried
+            "rec_rewrites": sorted({name for o in origins
+                                    for names in re.findall(r"rewrite\(([^)]*)\)", o)
+                                    for name in names.split(",")}),
             "rec_max_autotune": any("max-autotune" in o for o in origins),
             "rec_tf32": any("tf32" in o for o in origins),
             "rec_cudnn_benchmark": any("cudnn-benchmark" in o for o in origins),
@@ -138,9 +143,15 @@ def current_rows(graphs: dict[str, dict], records: list[dict]) -> list[dict]:
 def stale(found: list[dict]) -> dict[str, list[str]]:
     """Per family, the tasks whose graph gets it now and whose record never tried it."""
     return {fam: [r["id"] for r in found
-                  if r.get(has) and has in r and not r.get(tried)
+                  if r.get(has) and has in r and not _tried(r, fam, tried)
                   and (fam in FROM_RECORD or not r.get("recurrent"))]
             for fam, (has, tried) in FAMILIES.items()}
+
+
+def _tried(row: dict, fam: str, tried: str) -> bool:
+    if fam == "rewrite" and "rec_rewrites" in row:   # every rewrite that fires, not just one
+        return set(row.get("fired") or []) <= set(row["rec_rewrites"])
+    return bool(row.get(tried))
 
 
 def measure_tasks(results: str, data: str, out: Path, measure, wanted) -> list[dict]:

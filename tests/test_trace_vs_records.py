@@ -165,3 +165,13 @@ def test_graph_wraps_are_read_off_the_times_round_two_saw():
                        retimed={"kept": "first", "median_ms": first, "spread_ms": 0.01})
     assert trace_vs_records.new_graph_wraps(dict(rec, attempts=attempts)) == \
         ["builtin:cudnn-benchmark+cudagraph"]
+
+
+def test_a_rewrite_added_since_is_stale_beside_rewrites_already_tried():
+    """The record tried the rewritten graph, but without a pass that fires on it now."""
+    row = {"id": "L1_1", "fired": ["dead_code", "avg_pool_as_conv"]}
+    old = {"id": "L1_1", "status": "ok", "attempts": [_ok("builtin:rewrite(dead_code)", 1.0)]}
+    assert trace_vs_records.stale([dict(row, **trace_vs_records.tried(old))])["rewrite"] == ["L1_1"]
+    new = dict(old, attempts=old["attempts"] + [
+        _ok("builtin:rewrite(dead_code,avg_pool_as_conv)+inductor", 0.8)])
+    assert trace_vs_records.stale([dict(row, **trace_vs_records.tried(new))])["rewrite"] == []
