@@ -3,6 +3,9 @@
 # device_x2.sh's parts need two GPUs; this runs the same pieces one after another, each step
 # skipped when its variable is empty, so nothing else on the host disturbs the real models:
 #   GPU_TESTS='tests/x.py -k y'   GPU tests (GPU_TESTS_S seconds, default 150)
+#   TAIL_GPU_TESTS='tests/...'    GPU tests after everything else, in whatever time is left (the
+#                                 runner stops starting tasks well before the limit: session 21's
+#                                 calls ended 85-173 s early); skipped with under 60 s left
 #   SCRIPTS=benchmarks/x.py,...   benchmark scripts taking --out (each into $OUT's folder named
 #                                 after it, SCRIPT_S seconds each, default 150; SCRIPT_ARGS are
 #                                 passed to each)
@@ -55,7 +58,7 @@ rm -f $R/kernelbench/claims-*.txt   # a queue left by an earlier call would hide
 # minute or two, and a real model timed meanwhile had its host-bound variants slowed (session 14
 # call 2: inductor 1.41-1.64 ms in the CUDA-graph modes' process against 1.07-1.14 later, which
 # made torch.compile's modes look 0.68 of inductor).
-if [ -n "${GPU_TESTS:-}${SCRIPTS:-}${IDS:-}${RUNNER:-}${RETRY:-}${STALE:-}" ]; then
+if [ -n "${GPU_TESTS:-}${TAIL_GPU_TESTS:-}${SCRIPTS:-}${IDS:-}${RUNNER:-}${RETRY:-}${STALE:-}" ]; then
   # a build carried from an earlier call (.carry/native, keyed by sources, torch and CUDA) saves
   # the 74 s a fresh machine spends on it (session 20); else built here and sent back for the next
   ( CUDAL1_NATIVE=1 timeout 240 taskset -c $WORK python3 -m torch_cudal1.bench.native .carry/native $W/native \
@@ -126,6 +129,13 @@ if [ -n "${IDS:-}${RUNNER:-}${RETRY:-}${STALE:-}" ]; then
     --summary-only --out $R/kernelbench > $W/runner_summary.log 2>&1
   grep -h "^L[0-9]" $W/runner.log | tail -30
   cp -r $R/kernelbench $W/
+fi
+if [ -n "${TAIL_GPU_TESTS:-}" ] && [ $(left) -gt 60 ]; then
+  while [ ! -f $W/native_done ] && [ $(left) -gt 90 ]; do sleep 2; done
+  load tail_gpu_tests
+  timeout $(( $(left) - 30 )) python3 -m pytest -m gpu -v --durations=0 -p no:cacheprovider $TAIL_GPU_TESTS \
+    > $W/gpu_tests_tail.log 2>&1
+  tail -4 $W/gpu_tests_tail.log
 fi
 load end; cat $W/load.txt
 cat $W/native_build.log 2>/dev/null
