@@ -128,3 +128,13 @@ def test_an_output_buffer_reused_across_calls_in_sequence_is_rejected(task, devi
                           trials=2, time_it=False)
     assert not verdict.accepted and verdict.reason == "output_aliased", verdict
     assert "state carried across calls" in verdict.detail
+
+
+def test_a_reused_output_buffer_is_caught_with_answers_recomputed(task, monkeypatch):
+    """Outputs too large to keep: the draws in sequence are checked pairwise, each with the one
+    before, which is where a kept buffer shows."""
+    monkeypatch.setenv("CUDAL1_VERIFY_KEEP_BYTES", "0")
+    verdict, _ = evaluate(task, Candidate(BUFFER_KEPT_WITH_STATE, "test:buffer"), device="cpu",
+                          trials=2, time_it=False)
+    assert not verdict.accepted and verdict.reason == "output_aliased", verdict
+    assert "state carried across calls" in verdict.detail

@@ -523,14 +523,16 @@ class Harness:
                                       else "kept").to_json()}
 
     @staticmethod
-    def no_shared_outputs(calls: list, reference_calls, when: str) -> None:
-        """Outputs of separate calls (``calls``, all alive) must not share memory unless the
-        reference's own do (``reference_calls()``: it returns a buffer of its own)."""
+    def no_shared_outputs(calls: list, reference_calls, when: str, draws=None) -> None:
+        """Outputs of separate calls (``calls``, all alive; of ``draws``, default 0, 1, ...) must
+        not share memory unless the reference's own do (``reference_calls()``: it returns a
+        buffer of its own)."""
         shared = _shared_memory(calls)
         if shared and _shared_memory(reference_calls()) is None:
-            raise Reject("output_aliased", f"{when}the outputs of draws {shared[0]} and "
-                                           f"{shared[1]} share memory, which the reference's do "
-                                           "not (a result kept across calls)")
+            a, b = (draws[i] for i in shared) if draws else shared
+            raise Reject("output_aliased", f"{when}the outputs of draws {a} and {b} share memory, "
+                                           "which the reference's do not (a result kept across "
+                                           "calls)")
 
     def _detect_state(self, inputs) -> None:
         """A reference that answers one input differently on a second call, and as the first
@@ -559,11 +561,12 @@ class Harness:
         self.new_state.restore()
         self.stateful = False   # no putting back between these calls
         when = "state carried across calls: "
-        # Outputs stay alive to the end: with the state put back before each call, a buffer the
-        # candidate keeps in its state may be made afresh on every call (L3_33's CUDA-L1
-        # solution: a tensor attribute that .to() left behind sends it down its first-call path
-        # each time), so reuse shows only here.
-        outs, ref_outs = [], []
+        # Outputs stay alive (all draws' where the answers are kept, else the last two): with
+        # the state put back before each call, a buffer the candidate keeps in its state may be
+        # made afresh on every call (L3_33's CUDA-L1 solution: a tensor attribute that .to() left
+        # behind sends it down its first-call path each time), so reuse shows only here.
+        window = len(self.draws) if self.expected.keep else 2
+        outs, ref_outs = [], []   # (draw, live output, snapshot)
         try:
             for k, inputs in enumerate(self.draws):
                 exp = self.reference(inputs)
@@ -571,15 +574,18 @@ class Harness:
                 reason, detail, stats = self.cmp(exp[0], got, exp[1])
                 if reason != "ok":
                     raise Reject(reason, f"{when}draw {k} in sequence: {detail}", **stats)
-                outs.append((got, _snapshot(got)))
-                ref_outs.append((exp[0], _snapshot(exp[0])))
-                del exp
-            for k, ((live, frozen), (ref_live, ref_frozen)) in enumerate(zip(outs, ref_outs)):
-                if not _same(live, frozen) and _same(ref_live, ref_frozen):
-                    raise Reject("output_aliased", f"{when}the output of draw {k} changed when "
-                                                   "later calls ran (a reused output buffer)")
-            self.no_shared_outputs([live for live, _ in outs],
-                                   lambda: [live for live, _ in ref_outs], when)
+                outs = (outs + [(k, got, self.expected.snapshot_home(_snapshot(got)))])[-window:]
+                ref_outs = (ref_outs + [(k, exp[0], self.expected.snapshot_home(
+                    _snapshot(exp[0])))])[-window:]
+                del exp, got
+                for (j, live, frozen), (_, ref_live, ref_frozen) in zip(outs, ref_outs):
+                    if not _same(live, frozen) and _same(ref_live, ref_frozen):
+                        raise Reject("output_aliased", f"{when}the output of draw {j} changed "
+                                                       "when later calls ran (a reused output "
+                                                       "buffer)")
+                self.no_shared_outputs([live for _, live, _ in outs],
+                                       lambda: [live for _, live, _ in ref_outs], when,
+                                       [j for j, _, _ in outs])
         finally:
             self.stateful = True
 
