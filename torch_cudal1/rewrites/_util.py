@@ -21,6 +21,12 @@ TRIVIAL = VIEW_OPS | {operator.getitem, aten.empty.memory_format,
                       aten.empty_strided.default, aten.empty_like.default}
 
 
+def per_dim(vs, nd: int) -> list[int]:
+    """An ATen int-list argument (one value for every dim, or one per dim) as ``nd`` ints."""
+    vs = [int(v) for v in vs]
+    return vs * nd if len(vs) == 1 else vs
+
+
 def val(n):
     """The fake value FX propagation stored on a node (None for anything else)."""
     return n.meta.get("val") if isinstance(n, fx.Node) else None

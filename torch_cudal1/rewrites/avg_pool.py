@@ -19,14 +19,9 @@ import math
 import torch
 import torch.fx as fx
 
-from ._util import aten, replace_matches, val
+from ._util import aten, per_dim, replace_matches, val
 
 POOLS = {aten.avg_pool2d.default: 2, aten.avg_pool3d.default: 3}
-
-
-def _ints(vs, nd: int) -> list[int]:
-    vs = [int(v) for v in vs]
-    return vs * nd if len(vs) == 1 else vs
 
 
 def _arguments(n: fx.Node) -> dict:
@@ -49,9 +44,9 @@ def _plan(n: fx.Node):
     if xv is None or out is None or xv.dim() != nd + 2 or not xv.is_floating_point():
         return None
     try:
-        kernel = _ints(kernel, nd)
-        stride = _ints(stride, nd) if len(stride) else list(kernel)
-        padding = _ints(padding, nd)
+        kernel = per_dim(kernel, nd)
+        stride = per_dim(stride, nd) if len(stride) else list(kernel)
+        padding = per_dim(padding, nd)
         channels, length = int(xv.shape[1]), [int(s) for s in xv.shape[2:]]
         out_len = [int(s) for s in out.shape[2:]]
     except (TypeError, ValueError):   # symbolic sizes: leave it
@@ -63,9 +58,9 @@ def _plan(n: fx.Node):
     floor_len = [(L + 2 * p - k) // s + 1 for L, p, k, s in zip(length, padding, kernel, stride)]
     if ceil_mode and out_len != floor_len:
         return None
-    if divisor is not None and not isinstance(divisor, int) or divisor == 0:
+    if divisor is not None and (not isinstance(divisor, int) or divisor == 0):
         return None
-    return {"channels": channels, "kernel": kernel, "stride": stride, "padding": padding,
+    return {"x": x, "channels": channels, "kernel": kernel, "stride": stride, "padding": padding,
             "scale": 1.0 / (divisor if divisor else math.prod(kernel)), "dtype": xv.dtype,
             "device": xv.device}
 
@@ -77,7 +72,7 @@ def _as_conv(g: fx.Graph, n: fx.Node, plan: dict) -> fx.Node:
                              {"dtype": plan["dtype"], "layout": torch.strided,
                               "device": plan["device"], "pin_memory": False})
     return g.call_function(aten.convolution.default,
-                           (n.args[0], weight, None, plan["stride"], plan["padding"], [1] * nd,
+                           (plan["x"], weight, None, plan["stride"], plan["padding"], [1] * nd,
                             False, [0] * nd, plan["channels"]))
 
 

@@ -27,12 +27,7 @@ import itertools
 
 import torch.fx as fx
 
-from ._util import aten, replace_matches, val
-
-
-def _ints(vs, nd: int) -> list[int]:
-    vs = [int(v) for v in vs]
-    return vs * nd if len(vs) == 1 else vs
+from ._util import aten, per_dim, replace_matches, val
 
 
 def _plan(n: fx.Node):
@@ -48,7 +43,7 @@ def _plan(n: fx.Node):
     try:
         shape, length = [int(s) for s in wv.shape], [int(s) for s in xv.shape[2:]]
         stride, padding, dilation, output_padding = (
-            _ints(vs, nd) for vs in (stride, padding, dilation, output_padding))
+            per_dim(vs, nd) for vs in (stride, padding, dilation, output_padding))
     except (TypeError, ValueError):   # symbolic sizes: leave it
         return None
     kernel = shape[2:]
