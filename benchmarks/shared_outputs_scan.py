@@ -24,19 +24,14 @@ NEEDS_GPU = ("load_inline", "cpp_extension", "triton", "cuda.CUDAGraph", "torch.
 
 def one(row: dict) -> str:
     """In the child: 'fresh', 'shared: reference too' or 'shared: reference not'."""
-    import types
-
     import torch
 
     sys.path.insert(0, str(ROOT))
+    from torch_cudal1.task import load_source
     from torch_cudal1.verify.child import _shared_memory
 
-    def load(src, name):
-        m = types.ModuleType(name)
-        exec(compile(src, name, "exec"), m.__dict__)  # noqa: S102 - in this child only
-        return m
-
-    ref, new = load(row["ref_code"], "ref"), load(row["custom_code"], "new")
+    ref = load_source(row["ref_code"], "cudal1_scan_ref")
+    new = load_source(row["custom_code"], "cudal1_scan_new")   # in this child only
     torch.manual_seed(0)
     init = ref.get_init_inputs()
     with torch.no_grad():
