@@ -13,6 +13,9 @@
 #                                 kills its process keeps the others), FIRST_S seconds for them all;
 #                                 MAX_AUTOTUNE=1 / REDUCE_OVERHEAD=1 / PLAIN=1 as in device_x2.sh;
 #                                 SKIP_CUDAL1=1: the baselines and torch.compile modes alone
+#   RECHECK=1 (RECHECK_IDS=...)   benchmarks/replay_recheck.py before the runner (RECHECK_S seconds,
+#                                 default 240): the replay winners accepted under older verifier
+#                                 rules, verified and timed again, one verification each
 #   IDS=L1_40,... (AGAIN=1)       the KernelBench runner on those tasks (RUNNER=1: on every task
 #                                 without a record; RETRY=1 also reruns harness failures; STALE=1:
 #                                 the records that lack a candidate family the engine proposes
@@ -58,7 +61,7 @@ rm -f $R/kernelbench/claims-*.txt   # a queue left by an earlier call would hide
 # minute or two, and a real model timed meanwhile had its host-bound variants slowed (session 14
 # call 2: inductor 1.41-1.64 ms in the CUDA-graph modes' process against 1.07-1.14 later, which
 # made torch.compile's modes look 0.68 of inductor).
-if [ -n "${GPU_TESTS:-}${TAIL_GPU_TESTS:-}${SCRIPTS:-}${IDS:-}${RUNNER:-}${RETRY:-}${STALE:-}" ]; then
+if [ -n "${GPU_TESTS:-}${TAIL_GPU_TESTS:-}${SCRIPTS:-}${RECHECK:-}${IDS:-}${RUNNER:-}${RETRY:-}${STALE:-}" ]; then
   # a build carried from an earlier call (.carry/native, keyed by sources, torch and CUDA) saves
   # the 74 s a fresh machine spends on it (session 20); else built here and sent back for the next
   ( CUDAL1_NATIVE=1 timeout 240 taskset -c $WORK python3 -m torch_cudal1.bench.native .carry/native $W/native \
@@ -99,6 +102,18 @@ if [ -n "${MODELS:-}" ]; then
     tail -n +3 $d/$n/real_models.md >> $d/real_models.md 2>/dev/null
   done
   cat $d/real_models.md
+fi
+
+if [ -n "${RECHECK:-}" ]; then
+  # one verification each, before any search: the replay winners accepted under older rules
+  while [ ! -f $W/native_done ] && [ $(left) -gt 120 ]; do sleep 2; done
+  secs=${RECHECK_S:-240}; [ $secs -gt $(( $(left) - 40 )) ] && secs=$(( $(left) - 40 )); load recheck
+  CUDAL1_VERIFY_FORKSERVER=${FORK:-1} CUDAL1_TIMING_CPUS=$T CUDAL1_WORK_CPUS=$WORK timeout -s TERM $secs \
+    python3 benchmarks/replay_recheck.py --data $CUDAL1_KERNELBENCH --device cuda --out $R/kernelbench \
+      --jobs ${JOBS:-4} --max-seconds $(( secs - 100 )) ${RECHECK_IDS:+--ids $RECHECK_IDS} \
+      > $W/recheck.log 2>&1
+  tail -20 $W/recheck.log
+  cp -r $R/kernelbench $W/
 fi
 
 if [ -n "${IDS:-}${RUNNER:-}${RETRY:-}${STALE:-}" ]; then

@@ -57,7 +57,8 @@ def switches_by_timing_cpu(lines: list[str]) -> dict[str, list[int]]:
 
 
 def main(argv: list[str]) -> int:
-    lines = (Path(argv[0]) / "results.jsonl").read_text().splitlines()
+    lines = [x for x in (Path(argv[0]) / "results.jsonl").read_text().splitlines()
+             if x.strip() and "replay_rechecked" not in json.loads(x)]   # copies of a search
     ratios, high = collections.defaultdict(list), []
     for task, ts in eager_timings([x for x in lines if x.strip()]).items():
         if len(ts) < 2:

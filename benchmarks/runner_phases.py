@@ -44,6 +44,8 @@ def main(argv=None) -> int:
     total = dict.fromkeys(cols, 0.0)
     for i, line in enumerate(lines[args.since:], start=args.since):
         rec = json.loads(line)
+        if rec.get("replay_rechecked"):
+            continue   # a copy of the search before it (benchmarks/replay_recheck.py)
         t = task_phases(rec)
         if not t["wall_s"]:
             continue   # no phases recorded (older records, harness failures)

@@ -525,3 +525,54 @@ def test_stale_also_runs_again_the_records_timed_unsoundly(tmp_path, monkeypatch
                         or dict(ok, id=row["id"]))
     kb.main(["--data", str(data), "--device", "cpu", "--out", str(out), "--no-replay", "--stale"])
     assert ran == ["L2_3", "L2_2", "L2_4"]
+
+
+def test_replay_recheck_verifies_old_replay_winners_again_under_the_rules_now(tmp_path):
+    """A record whose replay figure rests on a CUDA-L1 solution accepted by an older verifier is
+    verified again (benchmarks/replay_recheck.py, the real verifier on the CPU): a solution that
+    returns another layout than the reference's (rejected since rules revision 2) leaves the
+    replay figure to the built-in winner; an honest one keeps it; a record checked under the
+    current rules is not selected. The search's fields are kept as they were."""
+    kb = _kb()
+    import replay_recheck
+    from torch_cudal1.verify import RULES
+    adv = ROOT / "tests" / "adversarial"
+    ref = (adv / "tasks" / "conv2d.py").read_text()
+    data = tmp_path / "rows.jsonl"
+    # each task its own input shape: the replay engine serves solutions by their task's graph
+    data.write_text("".join(json.dumps({"level_id": 1, "task_id": i,
+                                        "ref_code": ref.replace("16, 20", f"16, {16 + 4 * i}"),
+                                        "custom_code": (adv / name).read_text()}) + "\n"
+                            for i, name in ((1, "layout_channels_last.py"),
+                                            (2, "honest_channels_last.py"),
+                                            (3, "honest_channels_last.py"))))
+    out = tmp_path / "out"
+    out.mkdir()
+    eager = {"origin": "baseline:eager", "reason": "ok", "ms": 10.0, "spread_ms": 0.01, "n": 50}
+    rec = {"level": 1, "status": "ok", "eager_ms": 10.0, "inductor_ms": 12.0, "builtin_ms": 10.0,
+           "builtin_winner": "baseline:eager", "attempts": [eager], "seconds": 42.0,
+           "replay_ms": 0.001, "replay_winner": "replay:r1s0",
+           "replay_candidate": {"origin": "replay:r1s0", "accepted": True, "reason": "ok"}}
+    now = dict(rec, id="L1_3", replay_candidate=dict(rec["replay_candidate"], rules=RULES))
+    (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in (
+        dict(rec, id="L1_1"), dict(rec, id="L1_2"), now)))
+    kb.write_markdown(list(kb.read_results(out / "results.jsonl").values()), {}, {},
+                      out / "summary.md")
+    assert "Replay winners accepted under older verifier rules: 2 (L1_1 L1_2)" in \
+        (out / "summary.md").read_text()
+
+    assert replay_recheck.main(["--data", str(data), "--out", str(out), "--device", "cpu",
+                                "--jobs", "1", "--total-tasks", "0"]) == 0
+    lines = (out / "results.jsonl").read_text().splitlines()
+    assert len(lines) == 5   # L1_3 was checked under the current rules: not again
+    latest = kb.read_results(out / "results.jsonl")
+    bad, good = latest["L1_1"], latest["L1_2"]
+    assert bad["replay_candidate"]["reason"] == "stride" and not bad["replay_candidate"]["accepted"]
+    assert (bad["replay_ms"], bad["replay_winner"]) == (10.0, "baseline:eager")
+    assert good["replay_candidate"]["accepted"], good["replay_candidate"]
+    assert good["replay_winner"].startswith("replay:") and good["replay_ms"] < 10.0
+    for r in (bad, good):
+        assert r["replay_candidate"]["rules"] == RULES
+        assert r["replay_rechecked"]["before"] == {"replay_ms": 0.001, "replay_winner": "replay:r1s0"}
+        assert (r["seconds"], r["attempts"], r["builtin_ms"]) == (42.0, [eager], 10.0)
+    assert not any(kb.replay_under_older_rules(r) for r in latest.values())

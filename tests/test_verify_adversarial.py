@@ -36,7 +36,8 @@ def test_suite_has_both_sides():
     assert expects.count("ok") >= 6
     for reason in ("lazy_output", "stale_output", "async_work", "input_mutated", "output_aliased",
                    "mismatch", "timer_tampering", "seed_dependent", "nondeterministic",
-                   "forbidden_call", "timeout", "crash", "memory", "build_error", "global_state"):
+                   "forbidden_call", "timeout", "crash", "memory", "build_error", "global_state",
+                   "stride"):
         assert reason in expects, reason
 
 

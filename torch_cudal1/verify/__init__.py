@@ -8,4 +8,10 @@ limits, build cache), ``forkserver`` (children forked from a template with torch
 """
 from .runner import default_build_cache_dir, evaluate, prestart_children
 
-__all__ = ["evaluate", "default_build_cache_dir", "prestart_children"]
+# Raised with each rule that may reject what an earlier verifier accepted, so that a verdict
+# kept elsewhere (the KernelBench records' replayed solutions) can tell it is older: 1, outputs
+# of separate calls sharing memory (session 21); 2, outputs in another layout than the
+# reference's contiguous one (session 22).
+RULES = 2
+
+__all__ = ["evaluate", "default_build_cache_dir", "prestart_children", "RULES"]

@@ -15,8 +15,12 @@ native error, which is then zero too, and an exact short-circuit passes.
 fp32 defaults: 1e-3 norm-relative. TF32 matmuls (~3e-4) pass, bf16 arithmetic (~2e-3) does not.
 
 Strides are not compared by default: KernelBench solutions often return contiguous results where
-the reference returns a transposed view, and callers of a compiled graph get the strides the
-graph's outputs are declared with anyway (``check_stride=True`` turns it on).
+the reference returns a transposed view, which any caller can use as it used the reference's
+(``check_stride=True`` requires the reference's strides). The other way round is a false speedup
+(``check_layout``, the verifier's): where the reference returns a contiguous tensor, a candidate
+that returns another layout of the same values (channels-last straight from cuDNN, a transposed
+product) skips the copy back and hands its cost to the caller, whose ``view`` on the result then
+fails, and torch.compile keeps eager's output strides for just that reason.
 """
 from __future__ import annotations
 
@@ -158,12 +162,13 @@ def _float_stats(r, n, h, elem_tol: float, checker):
     return err_sq ** 0.5, denom, max_abs, n_exceed, native_abs, native_rel, count
 
 
-def compare(native, new, hi=None, *, check_stride: bool = False,
+def compare(native, new, hi=None, *, check_stride: bool = False, check_layout: bool = False,
             norm_tol: float | None = None, elem_tol: float | None = None,
             checker=None) -> tuple[str, str, dict]:
     """Return (reason, detail, stats); reason "ok" when ``new`` matches. ``hi`` defaults to
     ``native`` (no higher-precision reference available). ``checker``: the native helpers
-    module (``bench.native``), whose C++ ``check_close`` then computes the error statistics."""
+    module (``bench.native``), whose C++ ``check_close`` then computes the error statistics.
+    ``check_layout``: an output the reference returns contiguous must be contiguous too."""
     refs, news = flatten_outputs(native), flatten_outputs(new)
     his = flatten_outputs(hi) if hi is not None else refs
     if len(refs) != len(news) or len(his) != len(refs):
@@ -185,6 +190,10 @@ def compare(native, new, hi=None, *, check_stride: bool = False,
             return "mismatch", f"output {i} is on {n.device}, expected {r.device}", {}
         if check_stride and n.numel() > 1 and n.stride() != r.stride():
             return "stride", f"output {i} has stride {n.stride()}, expected {r.stride()}", {}
+        if check_layout and n.numel() > 1 and r.is_contiguous() and not n.is_contiguous():
+            return "stride", (f"output {i} is not contiguous (stride {n.stride()}, the reference's "
+                              f"{r.stride()}): a caller's view() on it fails, and the copy to the "
+                              "reference's layout is left out of the timing"), {}
         if not (r.is_floating_point() or r.is_complex()):
             rc, nc = r, n
             wrong = int((rc != nc).sum())
