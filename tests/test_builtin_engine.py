@@ -189,7 +189,10 @@ def test_graph_round_wraps_long_candidates_where_round_1_measured_launches():
     short = [_attempt("baseline:eager", 0.5), _attempt("builtin:cudagraph", 0.5),
              _attempt("builtin:tf32", 0.2, "class ModelNew: y = 1"),
              _attempt("baseline:inductor", 0.3)]
-    assert origins(short) == ["builtin:tf32+cudagraph"]   # short: the fastest alone, as before
+    # short: the fastest, and as it is a TF32 one whose replay may fail the tolerance on other
+    # draws, the fastest in full precision too
+    assert origins(short) == ["builtin:tf32+cudagraph", "builtin:inductor+cudagraph"]
+    assert origins(short[:3]) == ["builtin:tf32+cudagraph"]   # nothing else: the fastest alone
     # the reference's own capture failed (a host-to-device copy in its forward): nothing was
     # measured, so the fastest candidate is tried once, however long
     uncapturable = [_attempt("baseline:eager", 14.8), _attempt("baseline:inductor", 8.1),
