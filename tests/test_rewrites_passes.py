@@ -359,3 +359,36 @@ def test_an_average_pool_in_bfloat16_stays_within_its_rounding():
     got = result.gm(x)[0]
     assert got.dtype == torch.bfloat16
     torch.testing.assert_close(got.float(), ref.float(), rtol=2e-2, atol=2e-2)
+
+
+def test_an_output_a_rewrite_replaced_keeps_the_reference_layout():
+    """A replacement that computes an output's values in another layout (a fused kernel writing
+    a transposed result) is made contiguous again where the reference's was: the verifier
+    refuses other layouts (``stride``) and a caller's ``view`` needs it. An output the rewrites
+    left alone is not touched, nor one whose reference layout was not contiguous."""
+    from torch_cudal1.graph.trace import propagate_meta
+    from torch_cudal1.rewrites import outputs
+    aten = torch.ops.aten
+    traced = trace_task(_task("x):\n        return x * 2.0, (x * 3.0).t()", "[torch.randn(4, 6)]"),
+                        "cpu")
+    gm = traced.gm
+    before = outputs.layouts(gm)
+    assert [b[1] for b in before] == [True, False]
+    g = gm.graph
+    out = next(n for n in g.nodes if n.op == "output")
+    doubled, tripled_t = out.args[0]
+    with g.inserting_before(out):   # the same values as ``doubled``, laid out transposed
+        t = g.call_function(aten.permute.default, (doubled, [1, 0]))
+        c = g.call_function(aten.clone.default, (t,), {"memory_format": torch.contiguous_format})
+        same = g.call_function(aten.permute.default, (c, [1, 0]))
+    out.args = ([same, tripled_t],)
+    gm.recompile()
+    propagate_meta(gm)
+    x = torch.randn(4, 6)
+    assert not gm(x)[0].is_contiguous()
+    assert outputs.protect(gm, before) == 1
+    gm.recompile()
+    got = gm(x)
+    assert got[0].is_contiguous() and torch.equal(got[0], x * 2.0)
+    assert not got[1].is_contiguous()   # the reference's own transposed view, as it was
+    assert "aten.contiguous.default" in _ops(gm)

@@ -66,6 +66,7 @@ def apply_rewrites(gm: fx.GraphModule, only: list[str] | None = None,
                    max_rounds: int = 4) -> RewriteResult:
     """Rewrite a copy of ``gm`` (whose nodes carry fake ``meta['val']``)."""
     gm = copy.deepcopy(gm)
+    before = outputs.layouts(gm)
     counts: dict = {}
     passes = [p for p in PASSES if only is None or p[0] in only]
     # Dead code present in the trace itself (unused results of the user's code) is work too.
@@ -82,7 +83,7 @@ def apply_rewrites(gm: fx.GraphModule, only: list[str] | None = None,
                 changed = True
         if not changed:
             break
-    outputs.protect(gm)
+    outputs.protect(gm, before)
     dead_code(gm)
     _refresh(gm)
     return RewriteResult(gm, counts)
