@@ -23,7 +23,8 @@
 #                                 then those whose eager timing the host disturbed, then
 #                                 those timed on the Python loop; one
 #                                 whose last record says it cannot end before the call does is
-#                                 left for the next: --deadline-seconds); JOBS
+#                                 left for the next: --deadline-seconds; SLOWDOWN: its factor
+#                                 on the last record's time, default 2.0, for four jobs); JOBS
 #                                 tasks in flight (default 4); verifier children forked from the
 #                                 fork-server template (FORK=1, the default, waits for it; auto,
 #                                 the product's default, forks once it is up; 0 never: sessions
@@ -129,6 +130,7 @@ if [ -n "${IDS:-}${RUNNER:-}${RETRY:-}${STALE:-}" ]; then
     CUDAL1_TIMING_CPUS=$T CUDAL1_WORK_CPUS=$WORK timeout -s TERM $secs \
     python3 benchmarks/kernelbench_runner.py --data $CUDAL1_KERNELBENCH --device cuda ${ORDER---interleave} \
       --claim one --jobs ${JOBS:-4} --task-timeout 400 --max-seconds $(( secs - 120 )) --deadline-seconds $(( secs - 10 )) \
+      ${SLOWDOWN:+--expected-slowdown $SLOWDOWN} \
       ${RETRY:+--retry-failed} ${IDS:+--ids $IDS} ${AGAIN:+--again} ${STALE:+--stale} \
       --out $R/kernelbench > $W/runner.log 2>&1
   kill $SAMPLER 2>/dev/null

@@ -704,14 +704,16 @@ def search_budget(task_timeout: float, elapsed: float, deadline: float,
     return min(task_timeout, deadline - elapsed - _reserve(record))
 
 
-def fits(record: dict | None, elapsed: float, deadline: float) -> bool:
-    """A task may start now if its last record says it ends before ``deadline`` (0 = none)."""
+def fits(record: dict | None, elapsed: float, deadline: float,
+         slowdown: float = EXPECTED_SLOWDOWN) -> bool:
+    """A task may start now if its last record, times ``slowdown``, says it ends before
+    ``deadline`` (0 = none)."""
     if not deadline:
         return True
     if search_budget(float("inf"), elapsed, deadline, record) < MIN_SEARCH_S:
         return False
     return not (record and record.get("seconds")) or \
-        elapsed + EXPECTED_SLOWDOWN * float(record["seconds"]) <= deadline
+        elapsed + slowdown * float(record["seconds"]) <= deadline
 
 
 def done_ids(path: Path, retry_failed: bool) -> set:
@@ -806,11 +808,17 @@ def main(argv=None) -> int:
                     help="start no new task after this long (resume with another run)")
     ap.add_argument("--deadline-seconds", type=float, default=0,
                     help="this run is cut off after this long (the caller's timeout): start no "
-                         "task whose last record's time, times %g, would not fit before it, and go "
+                         "task whose last record's time, times --expected-slowdown, would not fit "
+                         "before it, and go "
                          "on with those that would; each search stops proposing in time to end "
                          "before it (up to %g s before). Cut off all the same (SIGTERM), the run "
                          "notes how long its tasks in flight had run (%s), for the next run's rule"
-                         % (EXPECTED_SLOWDOWN, DEADLINE_RESERVE_S, CUT_OFF))
+                         % (DEADLINE_RESERVE_S, CUT_OFF))
+    ap.add_argument("--expected-slowdown", type=float, default=EXPECTED_SLOWDOWN,
+                    help="how many times its last record's time a task may take, for the "
+                         "deadline rule (default %(default)s, for four jobs to a device; a record "
+                         "made with more jobs in flight than this run's has waited longer for the "
+                         "device lock than it will: each record keeps its run's --jobs)")
     ap.add_argument("--summary-only", action="store_true", help="rewrite the summary and stop")
     ap.add_argument("--stale", action="store_true",
                     help="the selected tasks whose records lack a candidate family the built-in "
@@ -888,6 +896,7 @@ def main(argv=None) -> int:
 
     def finish(rec: dict) -> None:
         rec["host_launch_us"] = round(host_us, 3)
+        rec["jobs"] = args.jobs   # tasks in flight beside it: its time includes their lock holds
         with lock:
             with results.open("a") as fh:
                 fh.write(json.dumps(rec) + "\n")
@@ -901,7 +910,8 @@ def main(argv=None) -> int:
     claims = out / f"claims-{args.claim}.txt" if args.claim else None
 
     def can_start(row: dict) -> bool:
-        if fits(last.get(row["id"]), time.monotonic() - started, args.deadline_seconds):
+        if fits(last.get(row["id"]), time.monotonic() - started, args.deadline_seconds,
+                args.expected_slowdown):
             return True
         took = (last.get(row["id"]) or {}).get("seconds")
         print(f"{row['id']}: not started ("

@@ -168,6 +168,8 @@ def test_a_task_that_would_not_end_before_the_deadline_is_left_and_the_next_one_
     assert ran == ["L2_2", "L2_3"]   # 2 x 137 fits in 450 s; 2 x 346 does not
     assert any(x.startswith("L2_1: not started (its last record took 346.0 s") for x in lines)
     assert kb.fits(None, 10.0, 450) and not kb.fits(None, 451.0, 450) and kb.fits({"seconds": 1e6}, 0, 0)
+    # a run with fewer jobs than the record's may expect less of the device lock's waits
+    assert not kb.fits({"seconds": 300.0}, 0.0, 450) and kb.fits({"seconds": 300.0}, 0.0, 450, 1.3)
     # Session 20: tasks ran up to 3 times their last record and were killed at the deadline with
     # nothing recorded; now each search stops proposing in time to be recorded before it.
     assert all(b <= 450 - kb.MIN_RESERVE_S for b in budgets)
