@@ -5,6 +5,8 @@ again (a fused kernel may write another layout, which the verifier refuses and a
 ``view`` cannot take)."""
 from __future__ import annotations
 
+import itertools
+
 import torch
 import torch.fx as fx
 
@@ -35,7 +37,7 @@ def protect(gm: fx.GraphModule, before: list | None = None) -> int:
     out = next(n for n in g.nodes if n.op == "output")
     seen: set = set()
     count = 0
-    position = iter(range(1 << 30))
+    position = itertools.count()   # of each output in ``before``
 
     def fix(x):
         nonlocal count
