@@ -311,11 +311,12 @@ def run_task(row: dict, args, ceilings: dict, budget_s: float | None = None) -> 
     return rec
 
 
-def replay_fields(rec: dict, cand: Candidate, verdict, timing, base: Attempt) -> dict:
+def replay_fields(rec: dict, cand: Candidate, verdict, timing, base: Attempt | None) -> dict:
     """The record's replay fields for the CUDA-L1 solution's verdict and timing: cudal1 with the
     replay engine also has the built-in candidates, so its time is the built-in winner's unless
     the solution was accepted and beats it and, by the search's own rule, as if it had been one
-    more candidate, the best baseline ``base`` beyond the noise."""
+    more candidate, the best baseline ``base`` beyond the noise (None: no baseline to beat was
+    measured, so the solution cannot count)."""
     from torch_cudal1.verify import RULES
     out = {"replay_ms": rec["builtin_ms"], "replay_winner": rec["builtin_winner"],
            "replay_candidate": {"origin": cand.origin, "accepted": verdict.accepted,
@@ -327,7 +328,7 @@ def replay_fields(rec: dict, cand: Candidate, verdict, timing, base: Attempt) ->
                                 "host": _host(timing),
                                 "paired_speedup": timing.paired_speedup if timing else None,
                                 "rules": RULES}}
-    if verdict.accepted and timing and timing.median_ms < rec["builtin_ms"] \
+    if verdict.accepted and timing and base and timing.median_ms < rec["builtin_ms"] \
             and search.beats(Attempt(cand, verdict, timing), base):
         out["replay_ms"], out["replay_winner"] = timing.median_ms, cand.origin
     return out

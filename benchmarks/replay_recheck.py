@@ -52,10 +52,7 @@ def recheck(row: dict, rec: dict, args) -> dict:
     opts = Options.resolve({"engine": "builtin"})
     verdict, timing = evaluate(task, cand, device=args.device, trials=3, timeout_s=300.0,
                                pair_reference=opts.pairs_reference(args.device))
-    base = best_baseline(rec)
-    new = {k: v for k, v in rec.items() if k not in ("replay_ms", "replay_winner", "replay_candidate")}
-    new.update(kb.replay_fields(rec, cand, verdict, timing, base) if base else
-               {"replay_ms": rec["builtin_ms"], "replay_winner": rec["builtin_winner"]})
+    new = dict(rec, **kb.replay_fields(rec, cand, verdict, timing, best_baseline(rec)))
     new["replay_rechecked"] = {"rules": RULES, "seconds": round(time.monotonic() - t0, 1),
                                "before": {"replay_ms": rec.get("replay_ms"),
                                           "replay_winner": rec.get("replay_winner")}}
