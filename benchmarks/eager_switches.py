@@ -60,7 +60,7 @@ def main(argv: list[str]) -> int:
     lines = [x for x in (Path(argv[0]) / "results.jsonl").read_text().splitlines()
              if x.strip() and "replay_rechecked" not in json.loads(x)]   # copies of a search
     ratios, high = collections.defaultdict(list), []
-    for task, ts in eager_timings([x for x in lines if x.strip()]).items():
+    for task, ts in eager_timings(lines).items():
         if len(ts) < 2:
             continue
         med = statistics.median(ms for ms, _, _ in ts)
@@ -81,7 +81,7 @@ def main(argv: list[str]) -> int:
     for task, line, sw, ratio in sorted(high, key=lambda x: -x[3]):
         print(f"| {task} | {line} | {sw} | {ratio:.2f} |")
     print("\n| timing CPUs | timings | median switches | max | 50 or more |\n|---|---|---|---|---|")
-    for cpus, sw in sorted(switches_by_timing_cpu([x for x in lines if x.strip()]).items()):
+    for cpus, sw in sorted(switches_by_timing_cpu(lines).items()):
         print(f"| {cpus} | {len(sw)} | {statistics.median(sw):g} | {max(sw)} | "
               f"{sum(s >= 50 for s in sw)} |")
     return 0

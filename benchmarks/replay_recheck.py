@@ -75,7 +75,7 @@ def main(argv=None) -> int:
     results = out / "results.jsonl"
     lock = FileLock(str(out / "results.lock"))
     rows = {r["id"]: r for r in kb.load_tasks(argparse.Namespace(
-        data=args.data, tasks=None, level=None, slice=None, stride=1, ids=None, interleave=False))}
+        data=args.data, tasks=None, level=None, slice=None))}
     latest = kb.read_results(results)
     ids = args.ids.split(",") if args.ids else sorted(
         i for i, r in latest.items() if kb.replay_under_older_rules(r))
