@@ -54,6 +54,11 @@ def reruns(d: str, since: int, total: int = 250) -> int:
         host = [math.log(after[k]["host_launch_us"] / before[k]["host_launch_us"]) for k in probed]
         print(f"host time per tiny op, now / before ({len(probed)} tasks with both probes): "
               f"x{math.exp(statistics.mean(host)):.2f}")
+    timed = [k for k in both if before[k].get("inductor_ms") and after[k].get("inductor_ms")]
+    if timed:   # inductor's code is host-bound on short tasks: it drifts like eager, or more
+        q = sorted(after[k]["inductor_ms"] / before[k]["inductor_ms"] for k in timed)
+        print(f"inductor now / before ({len(timed)} tasks): min x{q[0]:.2f}, "
+              f"median x{statistics.median(q):.2f}, max x{q[-1]:.2f}")
     print(rerun_table(lines, since))
     return 0
 

@@ -40,6 +40,18 @@ def test_reruns_report_the_host_probe_where_both_records_have_it(tmp_path, capsy
     assert "(1 tasks with both probes): x1.50" in capsys.readouterr().out
 
 
+def test_reruns_report_how_far_inductor_moved(tmp_path, capsys):
+    def rec(tid, inductor):
+        return json.dumps({"id": tid, "status": "ok", "eager_ms": 1.0, "builtin_ms": 1.0,
+                           "inductor_ms": inductor})
+    lines = [rec("L1_1", 1.0), rec("L2_1", 0.1), rec("L3_1", 0.2),
+             rec("L1_1", 0.5), rec("L2_1", 0.3), rec("L3_1", 0.2)]
+    (tmp_path / "results.jsonl").write_text("\n".join(lines) + "\n")
+    assert compare_runs.main(["--reruns", str(tmp_path), "--since", "3"]) == 0
+    assert "inductor now / before (3 tasks): min x0.50, median x1.00, max x3.00" in \
+        capsys.readouterr().out
+
+
 def test_runner_phases_split_each_tasks_wall_time(tmp_path, capsys):
     import runner_phases
 
