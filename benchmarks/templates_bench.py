@@ -75,16 +75,21 @@ def main() -> None:
         row["template_vs_inductor"] = round(row["inductor_ms"] / row["template_ms"], 3)
         rows.append(row)
         print(json.dumps(row), flush=True)
-    out = Path(args.out)
+    write_report(Path(args.out), "templates", "Built-in templates vs eager and inductor", rows,
+                 ["op", "shape", "dtype", "eager_ms", "inductor_ms", "template_ms",
+                  "template_vs_inductor", "inductor_GBps", "template_GBps"])
+
+
+def write_report(out: Path, stem: str, title: str, rows: list[dict], cols: list[str]) -> None:
+    """``rows`` as ``stem``.json (with the device and torch version) and as a markdown table of
+    ``cols`` in ``stem``.md, which is printed too."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "templates.json").write_text(json.dumps(
+    (out / f"{stem}.json").write_text(json.dumps(
         {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, indent=1))
-    cols = ["op", "shape", "dtype", "eager_ms", "inductor_ms", "template_ms", "template_vs_inductor",
-            "inductor_GBps", "template_GBps"]
-    lines = [f"# Built-in templates vs eager and inductor ({torch.cuda.get_device_name()})", "",
+    lines = [f"# {title} ({torch.cuda.get_device_name()})", "",
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(str(r.get(c, "-")) for c in cols) + " |" for r in rows]
-    (out / "templates.md").write_text("\n".join(lines) + "\n")
+    (out / f"{stem}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

@@ -16,6 +16,7 @@ the stale tasks and one ``--ids`` list of them all, the slowest (by eager time) 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import signal
@@ -33,7 +34,8 @@ from torch_cudal1.engines.builtin import (  # noqa: E402
     BuiltinEngine, channels_last, cudnn_benchmark, max_autotune, tf32)
 from torch_cudal1.graph.trace import trace_task  # noqa: E402
 from torch_cudal1.options import Options  # noqa: E402
-from torch_cudal1.rewrites import apply_rewrites  # noqa: E402
+from torch_cudal1.rewrites import (  # noqa: E402
+    NAMES, TF32_ONLY, apply_rewrites, attention_tf32, long_rows)
 from torch_cudal1.task import Task, load_source  # noqa: E402
 
 
@@ -50,10 +52,14 @@ def check(row: dict, rec: dict) -> dict:
     try:
         traced = trace_task(Task(source=row["ref_code"], name=rec["id"]), "cpu")
         shapes = max_autotune.tuned_shapes(traced.gm)   # too many: not proposed (auto)
-        out.update(fired=list(apply_rewrites(traced.gm).fired), tuned_shapes=shapes,
+        products = tf32.has_fp32_products(traced.gm)
+        with as_on_gpu():   # TF32-only passes: only where the engine proposes TF32 (auto)
+            fired = apply_rewrites(traced.gm, only=[n for n in NAMES
+                                                    if products or n not in TF32_ONLY]).fired
+        out.update(fired=list(fired), tuned_shapes=shapes,
                    tunable=max_autotune.has_tunable_ops(traced.gm) and not max_autotune.over_budget(
                        "auto", shapes, Options().verify_timeout_s),
-                   fp32_products=tf32.has_fp32_products(traced.gm),
+                   fp32_products=products,
                    convolutions=cudnn_benchmark.has_convolutions(traced.gm),
                    spatial_convolutions=channels_last.has_spatial_convolutions(traced.gm))
         out["recurrent"] = has_recurrent_modules(row["ref_code"], rec["id"])
@@ -65,6 +71,20 @@ def check(row: dict, rec: dict) -> dict:
     out["eager_ms"] = rec.get("eager_ms")
     out["record_seconds"] = rec.get("seconds")   # which record this compared (see stale_ids)
     return out
+
+
+@contextlib.contextmanager
+def as_on_gpu():
+    """The rewrites that fire on GPU graphs only (Triton templates) fire on this CPU trace too:
+    the engine proposes them on the device (since session 23; rows traced before lack them)."""
+    before = [(m, m.DEVICES) for m in (attention_tf32, long_rows)]
+    for m, devices in before:
+        m.DEVICES = (*devices, "cpu")
+    try:
+        yield
+    finally:
+        for m, devices in before:
+            m.DEVICES = devices
 
 
 def has_recurrent_modules(source: str, name: str) -> bool:

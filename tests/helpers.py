@@ -26,6 +26,15 @@ def run_python(code: str, env: dict | None = None, timeout: float = 600) -> dict
     return result
 
 
+def run_triton_interpreted(code: str, timeout: float = 300) -> str:
+    """Run ``code`` in a fresh interpreter under Triton's interpreter (chosen when kernels are
+    defined, hence a child), Triton kernels on the CPU; its stdout."""
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=timeout, env={**os.environ, "TRITON_INTERPRET": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
 # Python to run in a child before it compiles: on a cache hit nothing expensive may run — no
 # search, verifier, engine or extension build — so each of them raises.
 FORBID_SEARCH = """

@@ -247,6 +247,38 @@ def test_a_kernel_choice_is_proposed_beside_the_exact_removals_alone():
     assert "builtin:rewrite(dead_code)" in origins and "builtin:rewrite(dead_code)+inductor" in origins
 
 
+def test_several_kernel_choices_are_also_proposed_one_at_a_time():
+    """Two kernel swaps that fired are proposed together and each alone (through inductor): one
+    can slow the other's kernels (KernelBench L2_50 on the H200, session 23)."""
+    from torch_cudal1.engines.base import SearchContext
+    from torch_cudal1.engines.builtin import BuiltinEngine
+    from torch_cudal1.options import Options
+    task = _task("x):\n        return self.pool(self.up(x))", "[torch.randn(2, 4, 7, 9)]",
+                 init_body="        self.up = nn.ConvTranspose2d(4, 6, 3, stride=2)\n"
+                           "        self.pool = nn.AvgPool2d(2)")
+    cands = BuiltinEngine(Options.resolve({})).propose(
+        task, [], SearchContext(device="cpu", round=1, samples=2))
+    origins = [c.origin for c in cands]
+    both = "builtin:rewrite(transposed_conv_as_conv,avg_pool_as_conv)"
+    assert both in origins and both + "+inductor" in origins, origins
+    for one in ("transposed_conv_as_conv", "avg_pool_as_conv"):
+        assert f"builtin:rewrite({one})+inductor" in origins, origins
+        assert f"builtin:rewrite({one})" not in origins   # the eager graph only with both
+    # each single one computes the model's output (the graph, as the candidate renders it)
+    traced = trace_task(task, "cpu")
+    for one in ("transposed_conv_as_conv", "avg_pool_as_conv"):
+        result = apply_rewrites(traced.gm, only=[one])
+        assert result.fired == [one], result.counts
+        _check_same(task, traced, result.gm)
+    # a single kernel swap: no such variants
+    single = _task("x):\n        return self.up(x)", "[torch.randn(2, 4, 7, 9)]",
+                   init_body="        self.up = nn.ConvTranspose2d(4, 6, 3, stride=2)")
+    origins = [c.origin for c in BuiltinEngine(Options.resolve({})).propose(
+        single, [], SearchContext(device="cpu", round=1, samples=2))]
+    assert origins == ["builtin:rewrite(transposed_conv_as_conv)",
+                       "builtin:rewrite(transposed_conv_as_conv)+inductor"], origins
+
+
 def test_a_difference_with_itself_folds_to_zero_and_its_products_become_dead():
     """``max(x @ w, dim=1, keepdim) - mean`` of that over its size-1 dim is ``y - y``: zero, and
     ``gelu(0)`` is evaluated once; the product and the max are dead (KernelBench L2_80's shape)."""

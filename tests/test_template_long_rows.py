@@ -2,12 +2,9 @@
 (``rewrites/long_rows.py``): the Triton kernels agree with ATen under Triton's interpreter
 (a child process: the interpreter is chosen when the kernels are defined), the rewrite fires only
 where it applies, and a rewritten candidate's source registers the op it calls."""
-import subprocess
-import sys
-import textwrap
-
 import pytest
 import torch
+from helpers import run_triton_interpreted
 
 from torch_cudal1.graph.trace import render_candidate_source, trace_task
 from torch_cudal1.rewrites import KERNEL_CHOICE, apply_rewrites, long_rows
@@ -17,18 +14,11 @@ from torch_cudal1.templates import long_row_norm
 pytest.importorskip("triton")
 
 
-def _child(code: str) -> str:
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                         text=True, timeout=300, env={**__import__("os").environ,
-                                                      "TRITON_INTERPRET": "1"})
-    assert out.returncode == 0, out.stderr[-3000:]
-    return out.stdout
-
 
 def test_the_kernels_agree_with_aten_on_long_rows_with_a_large_mean():
     """Split rows, a ragged last chunk, bf16, no affine, and a mean far from zero (where a
     sum-of-squares variance would cancel): the merged statistics are exact to rounding."""
-    out = _child("""
+    out = run_triton_interpreted("""
         import torch
         from torch_cudal1.templates import long_row_norm as m
         torch.manual_seed(0)
@@ -54,7 +44,7 @@ def test_the_kernels_agree_with_aten_on_long_rows_with_a_large_mean():
 def test_the_group_norm_kernels_agree_with_aten_with_per_channel_affine():
     """Rows are (sample, group); each channel's weight and bias apply to its own HxW elements,
     including where a chunk boundary falls inside a channel and where a row is not split."""
-    out = _child("""
+    out = run_triton_interpreted("""
         import torch
         from torch_cudal1.templates import long_row_norm as m
         torch.manual_seed(0)
@@ -154,7 +144,7 @@ def test_a_rewritten_candidate_imports_the_template_and_matches_the_model(which,
     assert "import torch_cudal1.templates" in src
     path = tmp_path / "cand.py"
     path.write_text(src)
-    out = _child(f"""
+    out = run_triton_interpreted(f"""
         import importlib.util, torch
         spec = importlib.util.spec_from_file_location("cand", {str(path)!r})
         m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)

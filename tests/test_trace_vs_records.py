@@ -189,3 +189,30 @@ def test_a_rewrite_added_since_is_stale_beside_rewrites_already_tried():
     new = dict(old, attempts=old["attempts"] + [
         _ok("builtin:rewrite(dead_code,avg_pool_as_conv)+inductor", 0.8)])
     assert trace_vs_records.stale([dict(row, **trace_vs_records.tried(new))])["rewrite"] == []
+
+
+ATTENTION = '''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, q, k, v):
+        return torch.softmax(q @ k.transpose(-2, -1) * 0.25, dim=-1) @ v
+
+def get_inputs():
+    return [torch.randn(2, 2, 40, 16), torch.randn(2, 2, 48, 16), torch.randn(2, 2, 48, 16)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_passes_that_fire_on_gpu_graphs_only_count_from_the_cpu_trace(tmp_path):
+    """The TF32 attention template's pass fires on GPU graphs only; the CPU trace counts it as the
+    engine would propose it there, so a record that tried only the fused attention is stale."""
+    from torch_cudal1.rewrites import attention_tf32
+    rec = {"id": "L3_1", "status": "ok", "eager_ms": 1.0,
+           "attempts": [_ok("builtin:rewrite(dead_code,fused_attention)+inductor+tf32", 0.5)]}
+    row = trace_vs_records.check({"ref_code": ATTENTION}, rec)
+    assert {"fused_attention", "attention_tf32"} <= set(row["fired"]), row
+    assert attention_tf32.DEVICES == ("cuda",)   # put back after the trace
+    assert trace_vs_records.stale([row])["rewrite"] == ["L3_1"]

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 import torch.fx as fx
 
-from . import (attention, avg_pool, cleanup, conv_transpose, cse, diag, long_rows, matrix_chain,
-               outputs, size_one, sum_of_product, value_range)
+from . import (attention, attention_tf32, avg_pool, cleanup, conv_transpose, cse, diag, long_rows,
+               matrix_chain, outputs, size_one, sum_of_product, value_range)
 from ._util import dead_code
 
 # (name, pass, counts as removing work)
@@ -26,6 +26,8 @@ PASSES = [
     ("matrix_chain", matrix_chain.run, True),
     ("sum_of_product", sum_of_product.run, True),
     ("fused_attention", attention.run, True),
+    # nor this, nor exact: float32 attention as a flash-attention template in TF32 (GPU graphs)
+    ("attention_tf32", attention_tf32.run, True),
     # not less work (strided: no products with inserted zeros), but the forward kernels
     ("transposed_conv_as_conv", conv_transpose.run, True),
     # nor this: an average pool as a depthwise convolution with a constant kernel
@@ -40,7 +42,10 @@ NAMES = [p[0] for p in PASSES]
 # Passes that move work to other kernels rather than remove it: whether that is faster depends on
 # the device and the shapes, so the built-in engine proposes the graph both with and without them.
 KERNEL_CHOICE = {"transposed_conv_as_conv", "avg_pool_as_conv", "long_row_layer_norm",
-                 "long_row_group_norm"}
+                 "long_row_group_norm", "attention_tf32"}
+# Passes whose kernels round float32 products to TF32: proposed only in the engine's TF32
+# candidates (where that precision is allowed for the module's calls), never otherwise.
+TF32_ONLY = {"attention_tf32"}
 
 
 @dataclass
@@ -89,4 +94,4 @@ def apply_rewrites(gm: fx.GraphModule, only: list[str] | None = None,
     return RewriteResult(gm, counts)
 
 
-__all__ = ["apply_rewrites", "RewriteResult", "PASSES", "NAMES", "KERNEL_CHOICE"]
+__all__ = ["apply_rewrites", "RewriteResult", "PASSES", "NAMES", "KERNEL_CHOICE", "TF32_ONLY"]

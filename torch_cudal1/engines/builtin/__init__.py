@@ -8,8 +8,11 @@ Round 1 proposes what the task's own graph allows:
   depthwise convolutions), run eagerly, and
   ``builtin:rewrite+inductor`` — the same graph through ``torch.compile``. Only when a rewrite
   fired: otherwise they are the baselines again. Where a rewrite that only moves work to other
-  kernels fired (``KERNEL_CHOICE``), the graph with only the others is proposed too. One such
-  pass puts Triton templates in the graph (``templates/``: layer norms over long rows, on a GPU).
+  kernels fired (``KERNEL_CHOICE``), the graph with only the others is proposed too, and where
+  several such passes fired, each alone with them (through inductor). Such passes put Triton
+  templates in the graph (``templates/``, on a GPU: layer and group norms over long rows, and
+  float32 attention as flash attention in TF32 — that one only in a ``+inductor+tf32``
+  candidate: ``TF32_ONLY``).
 * on a GPU, ``builtin:cudagraph`` — the reference replayed from a CUDA graph — and
   ``builtin:aoti`` — the reference (or the rewritten graph) through AOTInductor: inductor's
   kernels behind a C++ wrapper, no guards or Python wrapper per call (option ``aoti``).
@@ -90,7 +93,7 @@ class BuiltinEngine(Engine):
     # -- round 1 -----------------------------------------------------------------------------
     def _rewrite_candidates(self, task, ctx: SearchContext) -> list[Candidate]:
         from ...graph.trace import TraceError, trace_task
-        from ...rewrites import KERNEL_CHOICE, NAMES, apply_rewrites
+        from ...rewrites import KERNEL_CHOICE, NAMES, TF32_ONLY, apply_rewrites
         try:
             traced = trace_task(task, ctx.device)
             self._tunable = max_autotune.has_tunable_ops(traced.gm)
@@ -98,11 +101,19 @@ class BuiltinEngine(Engine):
             self._fp32_products = tf32.has_fp32_products(traced.gm)
             self._convolutions = cudnn_benchmark.has_convolutions(traced.gm)
             self._spatial_convolutions = channels_last.has_spatial_convolutions(traced.gm)
-            results = [apply_rewrites(traced.gm)]
-            if set(results[0].fired) & KERNEL_CHOICE:   # and the graph with only exact removals
-                exact = apply_rewrites(traced.gm, only=[n for n in NAMES if n not in KERNEL_CHOICE])
+            allowed = NAMES if self._tf32(ctx) else [n for n in NAMES if n not in TF32_ONLY]
+            results = [apply_rewrites(traced.gm, only=allowed)]
+            exact_names = [n for n in NAMES if n not in KERNEL_CHOICE]
+            chosen = [n for n in results[0].fired if n in KERNEL_CHOICE]
+            if chosen:   # and the graph with only exact removals
+                exact = apply_rewrites(traced.gm, only=exact_names)
                 if exact.fired:
                     results.append(exact)
+            # Where several kernel swaps fired, each alone too: one can slow the other's kernels
+            # (session 23, L2_50: the transposed convolution as a plain one 3.61 ms through
+            # inductor with cuDNN autotuning, 4.14 beside the pool as a convolution).
+            singles = [apply_rewrites(traced.gm, only=exact_names + [n])
+                       for n in chosen] if len(chosen) > 1 else []
         except TraceError as e:
             logger.debug("builtin: no graph for %s: %s", task.name, e)
             return []
@@ -112,16 +123,23 @@ class BuiltinEngine(Engine):
         out: list[Candidate] = []
         for result in results:
             out += self._rendered(task, traced, result, ctx)
+        for result in singles:   # through inductor only: the eager graphs lose to it (L2_50 2-3x)
+            out += self._rendered(task, traced, result, ctx, compiled_only=True)
         return out
 
-    def _rendered(self, task, traced, result, ctx: SearchContext) -> list[Candidate]:
-        """The rewritten graph run eagerly and through inductor (and AOTInductor)."""
+    def _rendered(self, task, traced, result, ctx: SearchContext,
+                  compiled_only: bool = False) -> list[Candidate]:
+        """The rewritten graph run eagerly and through inductor (and AOTInductor); with
+        ``compiled_only`` through inductor alone."""
         from ...graph.trace import TraceError, render_candidate_source
+        from ...rewrites import TF32_ONLY
         fired = result.fired
         if not fired:
             return []
         what = ",".join(fired)
         meta = {"rewrites": result.counts}
+        tf32_only = bool(set(fired) & TF32_ONLY)   # its kernels run only under TF32: that one alone
+        compiled_only = compiled_only or tf32_only
         out = []
         try:
             eager = render_candidate_source(task, traced, result.gm,
@@ -132,18 +150,20 @@ class BuiltinEngine(Engine):
         except TraceError as e:
             logger.debug("builtin: cannot render %s: %s", task.name, e)
             return []
-        out.append(Candidate(eager, f"builtin:rewrite({what})", meta=dict(meta)))
-        out.append(Candidate(compiled, f"builtin:rewrite({what})+inductor", meta=dict(meta)))
+        if not compiled_only:
+            out.append(Candidate(eager, f"builtin:rewrite({what})", meta=dict(meta)))
+        if not tf32_only:
+            out.append(Candidate(compiled, f"builtin:rewrite({what})+inductor", meta=dict(meta)))
         if self._tf32(ctx):
             out.append(Candidate(tf32.wrap(compiled, f"rewritten graph ({what}) through inductor, "
                                                      "float32 products in TF32"),
                                  f"builtin:rewrite({what})+inductor+tf32", meta=dict(meta)))
-        if self._cudnn_benchmark(ctx):
+        if self._cudnn_benchmark(ctx) and not tf32_only:
             out.append(Candidate(cudnn_benchmark.wrap(compiled, f"rewritten graph ({what}) through "
                                                                 "inductor, cuDNN autotuning"),
                                  f"builtin:rewrite({what})+inductor+cudnn-benchmark",
                                  meta=dict(meta)))
-        if self._aoti(ctx):
+        if self._aoti(ctx) and not compiled_only:
             out.append(Candidate(aoti.wrap(eager, f"rewritten graph ({what}) through AOTInductor"),
                                  f"builtin:rewrite({what})+aoti", meta=dict(meta)))
         return out

@@ -30,7 +30,9 @@ from .switched import auto_on_gpu, op_name
 
 # ATen matrix products that cuBLAS runs, before and after decomposition
 _PRODUCTS = {"mm", "addmm", "bmm", "baddbmm", "addbmm", "matmul", "linear", "_addmm_activation",
-             "einsum", "tensordot", "_scaled_dot_product_attention_math"}
+             "einsum", "tensordot", "_scaled_dot_product_attention_math",
+             # fused attention: in TF32 through the template (rewrites/attention_tf32.py)
+             "scaled_dot_product_attention"}
 
 
 

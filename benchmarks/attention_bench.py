@@ -1,0 +1,83 @@
+"""The float32 attention template in TF32 (``torch.ops.cudal1.attention_tf32``) against ATen's
+float32 attention (eager and inductor), and against the fp16 FlashAttention call CUDA-L1's
+solutions make (L3_31: cast to fp16 under autocast), on the current GPU. Prints a markdown
+table and writes it (with JSON) under --out.
+
+    PYTHONPATH=. python3 benchmarks/attention_bench.py --out benchmarks/results/h200/attention
+
+Times with triton.testing.do_bench (median). ``relerr`` is the norm-relative error against
+float64 attention: the verifier's float32 tolerance is 1e-3 (``verify/compare.py``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from templates_bench import write_report  # noqa: E402
+
+# (batch, heads, query length, key length, head dim, causal, mask): L3_31's shape first
+CASES = [(2, 4, 16384, 16384, 32, False, None), (8, 12, 1024, 1024, 64, False, None),
+         (8, 12, 1024, 1024, 64, True, None), (4, 16, 2048, 2048, 128, False, None),
+         (16, 8, 512, 512, 64, False, "causal-bool"), (32, 12, 197, 197, 64, False, None)]
+
+
+def _mask(kind, length, device):
+    if kind == "causal-bool":   # minGPT's: a lower-triangular buffer, as the fused rewrite leaves it
+        return torch.ones(length, length, device=device, dtype=torch.bool).tril()[None, None]
+    return None
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=os.environ.get("OUT", "benchmarks/results/attention"))
+    args = ap.parse_args()
+    import triton.testing
+    import torch_cudal1.templates  # noqa: F401 - registers the ops
+
+    torch.manual_seed(0)
+    rows = []
+    for b, h, lq, lk, e, causal, kind in CASES:
+        torch._dynamo.reset()
+        q = torch.randn(b, h, lq, e, device="cuda")
+        k, v = (torch.randn(b, h, lk, e, device="cuda") for _ in range(2))
+        m = _mask(kind, lq, "cuda")
+        sdpa = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, m, is_causal=causal)  # noqa: E731
+
+        def fp16(q, k, v):
+            return sdpa(q.half(), k.half(), v.half()).float()
+
+        def template(q, k, v):
+            return torch.ops.cudal1.attention_tf32(q, k, v, m, None, causal)
+
+        impls = {"eager": sdpa, "inductor": torch.compile(sdpa, dynamic=False), "fp16": fp16,
+                 "template": template}
+        expect = sdpa(q.double(), k.double(), v.double())
+        row = {"shape": f"{b}x{h}x{lq}x{lk}x{e}", "causal": causal, "mask": kind or "-"}
+        prec = torch.get_float32_matmul_precision()
+        for name, f in impls.items():
+            torch.set_float32_matmul_precision("high" if name == "template" else prec)
+            try:
+                y = f(q, k, v)
+                row[f"{name}_relerr"] = float(f"{((y.double() - expect).norm() / expect.norm()).item():.2e}")
+                row[f"{name}_ms"] = round(triton.testing.do_bench(lambda: f(q, k, v), warmup=25, rep=100), 4)
+            except Exception as exc:  # noqa: BLE001 - a failing implementation is a row's finding
+                row[f"{name}_error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+            finally:
+                torch.set_float32_matmul_precision(prec)
+        if row.get("template_ms") and row.get("inductor_ms"):
+            row["template_vs_inductor"] = round(row["inductor_ms"] / row["template_ms"], 3)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    write_report(Path(args.out), "attention", "float32 attention: the TF32 template vs ATen", rows,
+                 ["shape", "causal", "mask", "eager_ms", "inductor_ms", "fp16_ms", "template_ms",
+                  "template_vs_inductor", "eager_relerr", "fp16_relerr", "template_relerr"])
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""The float32 flash-attention template in TF32 (``templates/attention_tf32.py``) and its rewrite
+(``rewrites/attention_tf32.py``): the kernel agrees with float64 attention under Triton's
+interpreter (a child process: the interpreter is chosen when the kernel is defined) and runs only
+where the matmul precision allows TF32; the rewrite fires only on GPU graphs; the engine offers
+it only in a TF32 candidate, beside the graph without it."""
+import pytest
+import torch
+from helpers import run_triton_interpreted
+
+from torch_cudal1.engines.base import SearchContext
+from torch_cudal1.engines.builtin import BuiltinEngine
+from torch_cudal1.graph.trace import render_candidate_source, trace_task
+from torch_cudal1.options import Options
+from torch_cudal1.rewrites import KERNEL_CHOICE, TF32_ONLY, apply_rewrites, attention_tf32
+from torch_cudal1.task import Task
+
+pytest.importorskip("triton")
+
+
+def test_the_kernel_agrees_with_float64_attention_where_tf32_is_allowed():
+    """Ragged blocks of queries and keys, head dims that are no power of two, a value dim other
+    than the key's, causal (top-left aligned) and not, 3-D and 4-D, strided (permuted) inputs."""
+    out = run_triton_interpreted("""
+        import torch
+        from torch_cudal1.templates import attention_tf32 as m
+        torch.manual_seed(0)
+        torch.set_float32_matmul_precision("high")
+        cases = [((1, 2, 40, 24), (1, 2, 72, 24), 24, False), ((2, 33, 16), (2, 50, 16), 40, True),
+                 ((1, 1, 70, 32), (1, 1, 70, 32), 32, True), ((2, 3, 20, 8), (2, 3, 20, 8), 8, False)]
+        for shape_q, shape_k, ev, causal in cases:
+            q = torch.randn(*shape_q) * 2
+            k = torch.randn(*shape_k)
+            v = torch.randn(*shape_k[:-1], ev)
+            if q.dim() == 4:   # (B, L, H, E) storage seen as (B, H, L, E): strided inputs
+                q = q.transpose(1, 2).contiguous().transpose(1, 2)
+            y = torch.ops.cudal1.attention_tf32(q, k, v, None, None, causal)
+            ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(),
+                                                                   is_causal=causal)
+            assert y.shape == ref.shape and y.dtype == torch.float32 and y.is_contiguous()
+            print(((y.double() - ref).norm() / ref.norm()).item())
+        assert m._KERNEL is not None   # the template ran, not ATen's attention
+        y = torch.ops.cudal1.attention_tf32(q, k, v, None, 0.3, False)
+        ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), scale=0.3)
+        print(((y.double() - ref).norm() / ref.norm()).item())
+        # masks broadcast to the scores: additive per head, boolean (a padding mask) per batch
+        q, k, v = torch.randn(2, 3, 20, 16), torch.randn(2, 3, 36, 16), torch.randn(2, 3, 36, 16)
+        for mask in (torch.randn(3, 20, 36), torch.arange(36) < torch.tensor([30, 7])[:, None, None, None]):
+            y = torch.ops.cudal1.attention_tf32(q, k, v, mask, None, False)
+            ref = torch.nn.functional.scaled_dot_product_attention(
+                q.double(), k.double(), v.double(), mask if mask.dtype == torch.bool else mask.double())
+            print(((y.double() - ref).norm() / ref.norm()).item())
+    """)
+    errs = [float(e) for e in out.split()]
+    assert len(errs) == 7 and max(errs) < 1e-5, errs   # the interpreter's dots are float32
+
+
+def test_under_full_float32_precision_the_op_is_atens_attention():
+    out = run_triton_interpreted("""
+        import torch
+        from torch_cudal1.templates import attention_tf32 as m
+        torch.set_float32_matmul_precision("highest")   # PyTorch's default
+        q, k, v = torch.randn(1, 2, 20, 16), torch.randn(1, 2, 30, 16), torch.randn(1, 2, 30, 16)
+        y = torch.ops.cudal1.attention_tf32(q, k, v, None, None, True)
+        assert m._KERNEL is None
+        assert torch.equal(y, torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True))
+        print("aten")
+    """)
+    assert out.strip() == "aten"
+
+
+def test_shapes_it_does_not_take_fall_back():
+    q, k = torch.randn(1, 4, 8, 16), torch.randn(1, 2, 8, 16)     # grouped heads
+    assert not __import__("torch_cudal1.templates.attention_tf32", fromlist=["takes"]).takes(q, k, k)
+    x = torch.randn(1, 2, 8, 160)                                  # a head dim over 128
+    from torch_cudal1.templates.attention_tf32 import takes
+    assert not takes(x, x, x) and not takes(q.double(), q.double(), q.double())
+    assert takes(q, q, q) and takes(q, q, q, torch.ones(8, 8, dtype=torch.bool))
+    assert not takes(q, q, q, torch.ones(8, 8, dtype=torch.float64))      # a mask in another dtype
+    assert not takes(q, q, q, torch.ones(2, 1, 8, 8))                      # one that widens the batch
+
+
+def _attention_task(mask: bool = False) -> Task:
+    masked = " + m" if mask else ""
+    inputs = "torch.randn(2, 2, 40, 16), torch.randn(2, 2, 48, 16), torch.randn(2, 2, 48, 16)"
+    if mask:
+        inputs += ", torch.randn(40, 48)"
+    return Task(name="attn", source=(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+        f"    def forward(self, q, k, v{', m' if mask else ''}):\n"
+        f"        return torch.softmax(q @ k.transpose(-2, -1) * 0.25{masked}, dim=-1) @ v\n\n\n"
+        f"def get_inputs():\n    return [{inputs}]\n\n\n"
+        "def get_init_inputs():\n    return []\n"))
+
+
+def test_the_rewrite_fires_on_attention_of_a_gpu_graph_only(monkeypatch):
+    assert "attention_tf32" in KERNEL_CHOICE and "attention_tf32" in TF32_ONLY
+    gm = trace_task(_attention_task(), "cpu").gm
+    assert "attention_tf32" not in apply_rewrites(gm).fired      # a CPU trace is not a GPU graph
+    monkeypatch.setattr(attention_tf32, "DEVICES", ("cuda", "cpu"))   # as if traced on a GPU
+    res = apply_rewrites(gm)
+    assert {"fused_attention", "attention_tf32"} <= set(res.fired), res.counts
+    assert any("cudal1.attention_tf32" in str(n.target) for n in res.gm.graph.nodes)
+    masked = apply_rewrites(trace_task(_attention_task(mask=True), "cpu").gm)
+    assert {"fused_attention", "attention_tf32"} <= set(masked.fired), masked.counts
+
+
+def _origins(task, tf32: str) -> list[str]:
+    eng = BuiltinEngine(Options.resolve({"tf32": tf32}))
+    return [c.origin for c in eng.propose(task, [], SearchContext(device="cpu", round=1, samples=2))]
+
+
+def test_the_engine_offers_the_template_in_a_tf32_candidate_only(monkeypatch):
+    monkeypatch.setattr(attention_tf32, "DEVICES", ("cuda", "cpu"))
+    origins = _origins(_attention_task(), "on")
+    with_it = [o for o in origins if "attention_tf32" in o]
+    assert with_it == ["builtin:rewrite(dead_code,fused_attention,attention_tf32)+inductor+tf32"], \
+        origins
+    assert "builtin:rewrite(dead_code,fused_attention)+inductor" in origins   # and without it
+    assert not any("attention_tf32" in o for o in _origins(_attention_task(), "off"))
+
+
+def test_the_verifier_accepts_the_template_in_tf32(monkeypatch, tmp_path):
+    """The rewritten graph under the TF32 wrapper, its kernel run by Triton's interpreter in the
+    verifier's child: fresh inputs, the float64 reference, settings put back after each call."""
+    from torch_cudal1.contracts import Candidate
+    from torch_cudal1.engines.builtin import tf32
+    from torch_cudal1.verify import evaluate
+    monkeypatch.setattr(attention_tf32, "DEVICES", ("cuda", "cpu"))
+    task = _attention_task()
+    traced = trace_task(task, "cpu")
+    src = tf32.wrap(render_candidate_source(task, traced, apply_rewrites(traced.gm).gm))
+    assert "import torch_cudal1.templates" in src
+    verdict, timing = evaluate(task, Candidate(src, origin="builtin:rewrite(attention_tf32)+tf32"),
+                               build_cache_dir=str(tmp_path / "builds"), timeout_s=300,
+                               time_budget_s=0.3, extra_env={"TRITON_INTERPRET": "1"})
+    assert verdict.accepted, (verdict.reason, verdict.detail)
+    assert timing is not None and timing.median_ms > 0
+
+
+@pytest.mark.gpu
+def test_the_template_on_cuda_matches_float64_within_tf32_rounding():
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    torch.manual_seed(0)
+    prec = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high")
+    try:
+        for (b, h, length, e), causal in [((2, 4, 16384, 32), False), ((4, 8, 1000, 64), True),
+                                          ((1, 2, 513, 128), False), ((2, 2, 300, 80), True)]:
+            q, k, v = (torch.randn(b, h, length, e, device="cuda") for _ in range(3))
+            y = torch.ops.cudal1.attention_tf32(q, k, v, None, None, causal)
+            ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(),
+                                                                   v.double(), is_causal=causal)
+            assert ((y.double() - ref).norm() / ref.norm()).item() < 2e-3
+        q, k, v = (torch.randn(2, 4, 512, 64, device="cuda") for _ in range(3))
+        causal = torch.ones(512, 512, device="cuda", dtype=torch.bool).tril()[None, None]
+        y = torch.ops.cudal1.attention_tf32(q, k, v, causal, None, False)
+        ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(),
+                                                               causal)
+        assert ((y.double() - ref).norm() / ref.norm()).item() < 2e-3
+    finally:
+        torch.set_float32_matmul_precision(prec)

@@ -1,0 +1,157 @@
+"""float32 attention on TF32 tensor cores (``torch.ops.cudal1.attention_tf32``), a Triton template.
+
+PyTorch has no fused attention kernel that runs float32 on tensor cores: flash and cuDNN take
+only half precisions, so float32 ``scaled_dot_product_attention`` runs the memory-efficient
+kernel on SIMT units (KernelBench L3_31 on an H200: 10.6 ms at best, where CUDA-L1's answer
+casts to fp16 for FlashAttention and takes 1.5 ms, with fp16's range). This kernel is the
+flash-attention forward pass (an online softmax over blocks of keys, the L x L scores never
+stored) with both products in TF32: float32's range, inputs rounded to 10 mantissa bits like
+TF32 matrix products (``engines/builtin/tf32.py``), softmax and accumulators in float32.
+
+Like a float32 matrix product, it follows the matmul precision setting of the call: under
+``float32_matmul_precision("high")`` or looser (the built-in engine's TF32 candidates set it for
+their module's calls only) the template runs; under ``highest`` (PyTorch's default), or off the
+GPU outside Triton's interpreter, or for shapes it does not take, the op is ATen's
+``scaled_dot_product_attention``. Masks: boolean (True takes part) or additive float32,
+broadcasting to the scores.
+"""
+from __future__ import annotations
+
+import math
+import os
+
+import torch
+
+OP = "cudal1::attention_tf32"
+MAX_HEAD_DIM = 128
+
+
+def _tf32_allowed() -> bool:
+    return torch.get_float32_matmul_precision() != "highest"
+
+
+def _triton_enabled(q: torch.Tensor) -> bool:
+    return q.is_cuda or os.environ.get("TRITON_INTERPRET") == "1"
+
+
+def takes(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask=None) -> bool:
+    """Shapes the template runs: (..., L, E), (..., S, E), (..., S, Ev) float32 with the same
+    leading dims (no broadcast or grouped heads), head dims up to ``MAX_HEAD_DIM``, and a mask
+    (boolean, or additive float32) that broadcasts to (..., L, S)."""
+    if mask is not None:
+        try:
+            if mask.dtype not in (torch.bool, torch.float32) or torch.broadcast_shapes(
+                    mask.shape, (*q.shape[:-1], k.shape[-2])) != (*q.shape[:-1], k.shape[-2]):
+                return False
+        except RuntimeError:
+            return False
+    return (q.dtype == k.dtype == v.dtype == torch.float32 and q.dim() >= 2
+            and q.dim() == k.dim() == v.dim() and q.shape[:-2] == k.shape[:-2] == v.shape[:-2]
+            and k.shape[-2] == v.shape[-2] > 0 and q.shape[-1] == k.shape[-1]
+            and 0 < q.shape[-1] <= MAX_HEAD_DIM and 0 < v.shape[-1] <= MAX_HEAD_DIM)
+
+
+def _kernel():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def forward(q_ptr, k_ptr, v_ptr, m_ptr, o_ptr, scale, L, S,
+                sqb, sql, sqe, skb, sks, ske, svb, svs, sve, smb, sml, sms, sob, sol, soe,
+                E, EV, E_P2: tl.constexpr, EV_P2: tl.constexpr, CAUSAL: tl.constexpr,
+                HAS_MASK: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+        b, pid_m = tl.program_id(0).to(tl.int64), tl.program_id(1)   # batch x heads can pass 65535
+        rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M).to(tl.int64)
+        e = tl.arange(0, E_P2)
+        ev = tl.arange(0, EV_P2)
+        q = tl.load(q_ptr + b * sqb + rows[:, None] * sql + e[None, :] * sqe,
+                    mask=(rows[:, None] < L) & (e[None, :] < E), other=0.0)
+        m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+        l_i = tl.zeros([BLOCK_M], tl.float32)
+        acc = tl.zeros([BLOCK_M, EV_P2], tl.float32)
+        qk_scale = scale * 1.4426950408889634   # exp(x) = exp2(x * log2(e))
+        end = S
+        if CAUSAL:   # top-left aligned, as SDPA's is_causal: query i sees keys j <= i
+            end = tl.minimum(S, (pid_m + 1) * BLOCK_M)
+        for start in range(0, end, BLOCK_N):
+            cols = start + tl.arange(0, BLOCK_N).to(tl.int64)
+            k_t = tl.load(k_ptr + b * skb + cols[None, :] * sks + e[:, None] * ske,
+                          mask=(cols[None, :] < S) & (e[:, None] < E), other=0.0)
+            s = tl.dot(q, k_t, input_precision="tf32") * qk_scale
+            keep = cols[None, :] < S
+            if HAS_MASK:   # additive, in natural-log units like the scores before the exp2 scale
+                s += tl.load(m_ptr + b * smb + rows[:, None] * sml + cols[None, :] * sms,
+                             mask=(rows[:, None] < L) & keep, other=0.0) * 1.4426950408889634
+            if CAUSAL:
+                keep = keep & (cols[None, :] <= rows[:, None])
+            s = tl.where(keep, s, float("-inf"))
+            m_new = tl.maximum(m_i, tl.max(s, 1))
+            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)   # a row with no key yet
+            p = tl.math.exp2(s - m_safe[:, None])
+            alpha = tl.math.exp2(m_i - m_safe)
+            l_i = l_i * alpha + tl.sum(p, 1)
+            v = tl.load(v_ptr + b * svb + cols[:, None] * svs + ev[None, :] * sve,
+                        mask=(cols[:, None] < S) & (ev[None, :] < EV), other=0.0)
+            acc = acc * alpha[:, None] + tl.dot(p, v, input_precision="tf32")
+            m_i = m_new
+        out = acc / l_i[:, None]
+        tl.store(o_ptr + b * sob + rows[:, None] * sol + ev[None, :] * soe, out,
+                 mask=(rows[:, None] < L) & (ev[None, :] < EV))
+
+    return forward
+
+
+_KERNEL = None
+
+
+def _blocks(e_p2: int, interpreted: bool) -> tuple[int, int, int]:
+    """(BLOCK_M, BLOCK_N, warps): float32 tiles take twice a half-precision kernel's shared
+    memory, so wide heads get narrower blocks."""
+    if interpreted:
+        return 16, 16, 1
+    if e_p2 <= 64:
+        return 128, 64, 4
+    return 64, 32, 4
+
+
+def _run(q, k, v, mask, scale: float, causal: bool) -> torch.Tensor:
+    global _KERNEL
+    import triton
+    if _KERNEL is None:
+        _KERNEL = _kernel()
+    lead = q.shape[:-2]
+    L, E, S, EV = q.shape[-2], q.shape[-1], k.shape[-2], v.shape[-1]
+    q3, k3, v3 = (t.reshape(-1, t.shape[-2], t.shape[-1]) for t in (q, k, v))
+    if mask is not None:   # broadcast dims stay stride 0 (a view) where they merge
+        if mask.dtype == torch.bool:   # True takes part
+            mask = torch.zeros((), dtype=q.dtype, device=q.device).masked_fill(~mask, float("-inf"))
+        mask = mask.expand(*lead, L, S).reshape(-1, L, S)
+    m3 = mask if mask is not None else q3
+    out = torch.empty((q3.shape[0], L, EV), device=q.device, dtype=q.dtype)
+    if out.numel():
+        e_p2, ev_p2 = (max(16, triton.next_power_of_2(d)) for d in (E, EV))
+        bm, bn, warps = _blocks(max(e_p2, ev_p2), not q.is_cuda)
+        grid = (q3.shape[0], triton.cdiv(L, bm))
+        _KERNEL[grid](q3, k3, v3, m3, out, float(scale), L, S, *q3.stride(), *k3.stride(),
+                      *v3.stride(), *m3.stride(), *out.stride(), E, EV, E_P2=e_p2, EV_P2=ev_p2,
+                      CAUSAL=causal, HAS_MASK=mask is not None, BLOCK_M=bm, BLOCK_N=bn,
+                      num_warps=warps, num_stages=2)
+    return out.reshape(*lead, L, EV)
+
+
+@torch.library.custom_op(OP, mutates_args=())
+def attention_tf32(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                   attn_mask: torch.Tensor | None, scale: float | None,
+                   is_causal: bool) -> torch.Tensor:
+    """``scaled_dot_product_attention(q, k, v, attn_mask, is_causal=is_causal, scale=scale)``,
+    its products in TF32 where the matmul precision allows it (see the module's doc)."""
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    if not (_tf32_allowed() and _triton_enabled(q) and takes(q, k, v, attn_mask)):
+        return torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask, is_causal=is_causal, scale=scale).contiguous()
+    return _run(q, k, v, attn_mask, scale, is_causal)
+
+
+@attention_tf32.register_fake
+def _(q, k, v, attn_mask, scale, is_causal):
+    return q.new_empty((*q.shape[:-1], v.shape[-1]))
