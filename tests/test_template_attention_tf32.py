@@ -9,7 +9,7 @@ from helpers import run_triton_interpreted
 
 from torch_cudal1.engines.base import SearchContext
 from torch_cudal1.engines.builtin import BuiltinEngine
-from torch_cudal1.graph.trace import render_candidate_source, trace_task
+from torch_cudal1.graph.trace import trace_task
 from torch_cudal1.options import Options
 from torch_cudal1.rewrites import KERNEL_CHOICE, TF32_ONLY, apply_rewrites, attention_tf32
 from torch_cudal1.task import Task
@@ -119,19 +119,17 @@ def test_the_engine_offers_the_template_in_a_tf32_candidate_only(monkeypatch):
     assert not any("attention_tf32" in o for o in _origins(_attention_task(), "off"))
 
 
-def test_the_verifier_accepts_the_template_in_tf32(monkeypatch, tmp_path):
-    """The rewritten graph under the TF32 wrapper, its kernel run by Triton's interpreter in the
-    verifier's child: fresh inputs, the float64 reference, settings put back after each call."""
-    from torch_cudal1.contracts import Candidate
-    from torch_cudal1.engines.builtin import tf32
+def test_the_verifier_accepts_the_engines_template_candidate(monkeypatch, tmp_path):
+    """The engine's own candidate (rewritten graph through inductor under the TF32 wrapper), the
+    kernel run by Triton's interpreter in the verifier's child: fresh inputs, the float64
+    reference, settings put back after each call."""
     from torch_cudal1.verify import evaluate
     monkeypatch.setattr(attention_tf32, "DEVICES", ("cuda", "cpu"))
     task = _attention_task()
-    traced = trace_task(task, "cpu")
-    src = tf32.wrap(render_candidate_source(task, traced, apply_rewrites(traced.gm).gm))
-    assert "import torch_cudal1.templates" in src
-    verdict, timing = evaluate(task, Candidate(src, origin="builtin:rewrite(attention_tf32)+tf32"),
-                               build_cache_dir=str(tmp_path / "builds"), timeout_s=300,
+    cand, = [c for c in BuiltinEngine(Options.resolve({"tf32": "on"})).propose(
+        task, [], SearchContext(device="cpu", round=1, samples=2)) if "attention_tf32" in c.origin]
+    assert "import torch_cudal1.templates" in cand.source
+    verdict, timing = evaluate(task, cand, build_cache_dir=str(tmp_path / "builds"), timeout_s=300,
                                time_budget_s=0.3, extra_env={"TRITON_INTERPRET": "1"})
     assert verdict.accepted, (verdict.reason, verdict.detail)
     assert timing is not None and timing.median_ms > 0
