@@ -54,7 +54,7 @@ def main() -> None:
             return sdpa(q.half(), k.half(), v.half()).float()
 
         def template(q, k, v):
-            return torch.ops.cudal1.attention_tf32(q, k, v, m, None, causal)
+            return torch.ops.cudal1.attention_tf32(q, k, v, m, None, causal, [0, 1, 2, 3])
 
         impls = {"eager": sdpa, "inductor": torch.compile(sdpa, dynamic=False), "fp16": fp16,
                  "template": template}

@@ -33,21 +33,22 @@ def test_the_kernel_agrees_with_float64_attention_where_tf32_is_allowed():
             v = torch.randn(*shape_k[:-1], ev)
             if q.dim() == 4:   # (B, L, H, E) storage seen as (B, H, L, E): strided inputs
                 q = q.transpose(1, 2).contiguous().transpose(1, 2)
-            y = torch.ops.cudal1.attention_tf32(q, k, v, None, None, causal)
+            y = torch.ops.cudal1.attention_tf32(q, k, v, None, None, causal, list(range(q.dim())))
             ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(),
                                                                    is_causal=causal)
             assert y.shape == ref.shape and y.dtype == torch.float32 and y.is_contiguous()
             print(((y.double() - ref).norm() / ref.norm()).item())
         assert m._KERNEL is not None   # the template ran, not ATen's attention
-        y = torch.ops.cudal1.attention_tf32(q, k, v, None, 0.3, False)
+        y = torch.ops.cudal1.attention_tf32(q, k, v, None, 0.3, False, [0, 1, 2, 3])
         ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), scale=0.3)
         print(((y.double() - ref).norm() / ref.norm()).item())
         # masks broadcast to the scores: additive per head, boolean (a padding mask) per batch
         q, k, v = torch.randn(2, 3, 20, 16), torch.randn(2, 3, 36, 16), torch.randn(2, 3, 36, 16)
         for mask in (torch.randn(3, 20, 36), torch.arange(36) < torch.tensor([30, 7])[:, None, None, None]):
-            y = torch.ops.cudal1.attention_tf32(q, k, v, mask, None, False)
+            y = torch.ops.cudal1.attention_tf32(q, k, v, mask, None, False, [0, 2, 1, 3])
             ref = torch.nn.functional.scaled_dot_product_attention(
                 q.double(), k.double(), v.double(), mask if mask.dtype == torch.bool else mask.double())
+            assert y.transpose(1, 2).is_contiguous()   # laid out (B, L, H, E), as asked
             print(((y.double() - ref).norm() / ref.norm()).item())
     """)
     errs = [float(e) for e in out.split()]
@@ -60,7 +61,7 @@ def test_under_full_float32_precision_the_op_is_atens_attention():
         from torch_cudal1.templates import attention_tf32 as m
         torch.set_float32_matmul_precision("highest")   # PyTorch's default
         q, k, v = torch.randn(1, 2, 20, 16), torch.randn(1, 2, 30, 16), torch.randn(1, 2, 30, 16)
-        y = torch.ops.cudal1.attention_tf32(q, k, v, None, None, True)
+        y = torch.ops.cudal1.attention_tf32(q, k, v, None, None, True, [0, 1, 2, 3])
         assert m._KERNEL is None
         assert torch.equal(y, torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True))
         print("aten")
@@ -104,6 +105,58 @@ def test_the_rewrite_fires_on_attention_of_a_gpu_graph_only(monkeypatch):
     assert {"fused_attention", "attention_tf32"} <= set(masked.fired), masked.counts
 
 
+USER_SDPA = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Linear(64, 192)
+        self.mha = nn.MultiheadAttention(64, 4, batch_first=True)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).view(2, 40, 3, 4, 16).permute(2, 0, 3, 1, 4)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(2, 40, 64)
+        return self.mha(y, y, y, need_weights=False)[0]
+
+
+def get_inputs():
+    return [torch.randn(2, 40, 64)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_the_rewrite_fires_on_the_users_own_fused_attention(monkeypatch):
+    """F.scaled_dot_product_attention and nn.MultiheadAttention without weights trace to the
+    backend's fused op (here the CPU's), which returns the log-sum-exp beside the output: the
+    output alone is read, so both calls become the template, causal flag kept."""
+    monkeypatch.setattr(attention_tf32, "DEVICES", ("cuda", "cpu"))
+    task = Task(name="user_sdpa", source=USER_SDPA)
+    traced = trace_task(task, "cpu")
+    res = apply_rewrites(traced.gm)
+    calls = [n for n in res.gm.graph.nodes if "cudal1.attention_tf32" in str(n.target)]
+    assert len(calls) == 2 and sorted(n.args[5] for n in calls) == [False, True], res.gm.code
+    # in the fused op's own layout, (B, L, H, E): the user's reshape after it traced as a view
+    assert [n.args[6] for n in calls if n.args[5]] == [[0, 2, 1, 3]]
+    assert not any("scaled_dot_product" in str(n.target) for n in res.gm.graph.nodes)
+    from torch_cudal1.graph.trace import render_candidate_source
+    from torch_cudal1.task import load_source
+    mod = load_source(render_candidate_source(task, traced, res.gm), "cudal1_test_user_sdpa")
+    torch.manual_seed(0)
+    ref = mod.Model().eval()
+    new = mod.ModelNew().eval()
+    new.load_state_dict(ref.state_dict())
+    x = mod.get_inputs()[0]
+    with torch.no_grad():   # off the GPU (no interpreter here) the op is ATen's attention
+        torch.testing.assert_close(new(x), ref(x), rtol=1e-5, atol=1e-5)
+
+
 def _origins(task, tf32: str) -> list[str]:
     eng = BuiltinEngine(Options.resolve({"tf32": tf32}))
     return [c.origin for c in eng.propose(task, [], SearchContext(device="cpu", round=1, samples=2))]
@@ -119,13 +172,15 @@ def test_the_engine_offers_the_template_in_a_tf32_candidate_only(monkeypatch):
     assert not any("attention_tf32" in o for o in _origins(_attention_task(), "off"))
 
 
-def test_the_verifier_accepts_the_engines_template_candidate(monkeypatch, tmp_path):
+@pytest.mark.parametrize("which", ["fused", "user"])
+def test_the_verifier_accepts_the_engines_template_candidate(which, monkeypatch, tmp_path):
     """The engine's own candidate (rewritten graph through inductor under the TF32 wrapper), the
     kernel run by Triton's interpreter in the verifier's child: fresh inputs, the float64
-    reference, settings put back after each call."""
+    reference, settings put back after each call; for attention the rewrite fused, and for the
+    user's own calls (the output in the fused op's layout)."""
     from torch_cudal1.verify import evaluate
     monkeypatch.setattr(attention_tf32, "DEVICES", ("cuda", "cpu"))
-    task = _attention_task()
+    task = _attention_task() if which == "fused" else Task(name="user_sdpa", source=USER_SDPA)
     cand, = [c for c in BuiltinEngine(Options.resolve({"tf32": "on"})).propose(
         task, [], SearchContext(device="cpu", round=1, samples=2)) if "attention_tf32" in c.origin]
     assert "import torch_cudal1.templates" in cand.source
@@ -146,13 +201,13 @@ def test_the_template_on_cuda_matches_float64_within_tf32_rounding():
         for (b, h, length, e), causal in [((2, 4, 16384, 32), False), ((4, 8, 1000, 64), True),
                                           ((1, 2, 513, 128), False), ((2, 2, 300, 80), True)]:
             q, k, v = (torch.randn(b, h, length, e, device="cuda") for _ in range(3))
-            y = torch.ops.cudal1.attention_tf32(q, k, v, None, None, causal)
+            y = torch.ops.cudal1.attention_tf32(q, k, v, None, None, causal, list(range(q.dim())))
             ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(),
                                                                    v.double(), is_causal=causal)
             assert ((y.double() - ref).norm() / ref.norm()).item() < 2e-3
         q, k, v = (torch.randn(2, 4, 512, 64, device="cuda") for _ in range(3))
         causal = torch.ones(512, 512, device="cuda", dtype=torch.bool).tril()[None, None]
-        y = torch.ops.cudal1.attention_tf32(q, k, v, causal, None, False)
+        y = torch.ops.cudal1.attention_tf32(q, k, v, causal, None, False, [0, 1, 2, 3])
         ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(),
                                                                causal)
         assert ((y.double() - ref).norm() / ref.norm()).item() < 2e-3

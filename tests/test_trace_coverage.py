@@ -192,6 +192,41 @@ def test_pattern_reproduces_the_model(name):
     _assert_reproduces(_task(name, CASES[name]))
 
 
+MHA_BATCH_FIRST = '''
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mha = nn.MultiheadAttention(32, 4, batch_first=True)
+
+    def forward(self, x):
+        return self.mha(x, x, x, need_weights=False)[0]
+
+def get_inputs():
+    return [torch.randn(2, 10, 32)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_outputs_keep_the_layout_eager_gives_them():
+    """Eager multi-head attention takes a fused fast path that returns batch-first contiguous;
+    traced, the same values come out of a transpose. The rendered graph returns eager's layout
+    (the verifier rejects a non-contiguous output where the reference's is contiguous)."""
+    task = _task("mha", MHA_BATCH_FIRST)
+    source, _ = _candidate(task)
+    mod = load_source(source, "cudal1_test_cov_mha_layout")
+    torch.manual_seed(0)
+    ref = mod.Model().eval()
+    new = mod.ModelNew().eval()
+    new.load_state_dict(ref.state_dict())
+    x = mod.get_inputs()[0]
+    with torch.no_grad():
+        want, got = ref(x), new(x)
+    assert want.is_contiguous() and got.is_contiguous() and got.stride() == want.stride()
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
 def test_plain_attributes_are_lifted_and_reassignments_written_back():
     traced = trace_task(_task("s", STATEFUL), "cpu")
     assert traced.state_names[-1] == "hidden" and traced.state_updates == ["hidden"]

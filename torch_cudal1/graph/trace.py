@@ -206,9 +206,42 @@ def _trace_module(task: Task, device: torch.device) -> Traced:
     except Exception as e:  # noqa: BLE001
         raise TraceError(f"output structure cannot be serialised: {type(e).__name__}") from None
     _inline_constants(gm)
+    try:
+        with mode, torch.no_grad():   # the forward run as the reference runs it: no tracer
+            eager = flat_forward(*state, *fins)
+    except Exception:  # noqa: BLE001 - the traced layouts stand
+        eager = None
+    if eager is not None:
+        _contiguous_as_eager(gm, eager)
     # Static shapes: a forward input that is not a tensor was specialised into the graph.
     return Traced(gm=gm, state_names=names, state_updates=spec_box["updates"],
                   out_spec=spec, input_meta=_input_meta(inputs))
+
+
+def _contiguous_as_eager(gm: fx.GraphModule, eager: list) -> int:
+    """Outputs that the traced code lays out otherwise than the module run eagerly, where that
+    is contiguous, made contiguous: eager takes fast paths a tracer does not
+    (``nn.MultiheadAttention``'s fused kernel returns batch-first contiguous, its traced ops a
+    transpose), and callers (and the verifier) hold the output to eager's layout."""
+    out = next(n for n in gm.graph.nodes if n.op == "output")
+    leaves = list(out.args[0])
+    if len(leaves) != len(eager):
+        return 0
+    count = 0
+    for i, (x, e) in enumerate(zip(leaves, eager)):
+        v = x.meta.get("val") if isinstance(x, fx.Node) else None
+        if isinstance(v, torch.Tensor) and isinstance(e, torch.Tensor) and e.is_contiguous() \
+                and not v.is_contiguous():
+            with gm.graph.inserting_before(out):
+                c = gm.graph.call_function(torch.ops.aten.clone.default, (x,),
+                                           {"memory_format": torch.contiguous_format})
+            c.meta["val"] = v.contiguous()
+            leaves[i] = c
+            count += 1
+    if count:
+        out.args = (leaves,) + tuple(out.args[1:])
+        gm.recompile()
+    return count
 
 
 _CONSTANT_LIMIT = 4096   # elements: larger constants would bloat the candidate's source

@@ -3,10 +3,14 @@
 Not less arithmetic, and not exact: the template's products round their inputs to TF32, so the
 built-in engine offers the graph with it only in its TF32 candidates (a ``TF32_ONLY`` pass), where
 the op runs the template, and always beside the graph without it (a ``KERNEL_CHOICE`` pass).
-Fires on a GPU graph's float32 ``scaled_dot_product_attention`` (as the ``fused_attention``
-rewrite writes it, or the user did) without dropout, whose shapes and mask the template takes.
+Fires on a GPU graph's float32 attention without dropout whose shapes and mask the template
+takes: ``scaled_dot_product_attention`` as the ``fused_attention`` rewrite writes it, and the
+backend op a user's own call (or ``nn.MultiheadAttention`` without weights) traces to — float32
+on a GPU, the memory-efficient kernel's — where only its output, not its log-sum-exp, is used.
 """
 from __future__ import annotations
+
+import operator
 
 import torch
 import torch.fx as fx
@@ -14,38 +18,59 @@ import torch.fx as fx
 from ._util import aten, val
 
 DEVICES = ("cuda",)      # where the template runs (tests add "cpu" under Triton's interpreter)
-_KWARGS = ("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
+# the ops: one output, or a tuple whose first item is the output (the rest: softmax statistics
+# and RNG state for training)
+_OPS = (aten.scaled_dot_product_attention.default,
+        aten._scaled_dot_product_efficient_attention.default,
+        aten._scaled_dot_product_flash_attention_for_cpu.default)   # a CPU trace's (tests)
 
 
-def _arguments(n: fx.Node) -> dict | None:
-    """The node's optional arguments by name, or None where the template does not apply."""
-    kw = dict(zip(_KWARGS, n.args[3:]), **n.kwargs)
-    if kw.get("dropout_p", 0.0) or kw.get("enable_gqa"):
-        return None
+def _arguments(n: fx.Node) -> dict:
+    """The node's arguments by their schema names, the mask under ``attn_mask``."""
+    names = [a.name for a in n.target._schema.arguments]
+    kw = dict(zip(names, n.args), **n.kwargs)
+    if "attn_bias" in kw:
+        kw["attn_mask"] = kw.pop("attn_bias")
     return kw
+
+
+def _output_only(n: fx.Node) -> bool:
+    """A tuple-returning op whose users read the output alone."""
+    return all(u.op == "call_function" and u.target is operator.getitem
+               and (u.args[1] == 0 or not u.users) for u in n.users)
 
 
 def run(gm: fx.GraphModule) -> int:
     from ..templates import attention_tf32 as template
     count = 0
     for n in list(gm.graph.nodes):
-        if n.op != "call_function" or n.target is not aten.scaled_dot_product_attention.default:
+        if n.op != "call_function" or n.target not in _OPS:
             continue
         kw = _arguments(n)
-        q, k, v = (val(a) for a in n.args[:3])
-        if kw is None or not all(isinstance(t, torch.Tensor) for t in (q, k, v)):
-            continue
+        q, k, v = (val(kw.get(name)) for name in ("query", "key", "value"))
         mask = kw.get("attn_mask")
-        if mask is not None and not isinstance(val(mask), torch.Tensor):
+        if kw.get("dropout_p") or kw.get("enable_gqa") \
+                or not all(isinstance(t, torch.Tensor) for t in (q, k, v)) \
+                or (mask is not None and not isinstance(val(mask), torch.Tensor)):
             continue
-        if q.device.type not in DEVICES or not template.takes(q, k, v, val(mask)):
+        single = n.target is aten.scaled_dot_product_attention.default
+        if q.device.type not in DEVICES or not template.takes(q, k, v, val(mask)) \
+                or not (single or _output_only(n)):
             continue
-        with gm.graph.inserting_before(n):
+        out = val(n) if single else val(n)[0]
+        with gm.graph.inserting_before(n):   # in the replaced output's layout: views follow
             new = gm.graph.call_function(torch.ops.cudal1.attention_tf32.default,
-                                         (*n.args[:3], mask, kw.get("scale"),
-                                          bool(kw.get("is_causal"))))
-        new.meta = dict(n.meta)
-        n.replace_all_uses_with(new)
+                                         (kw["query"], kw["key"], kw["value"], mask,
+                                          kw.get("scale"), bool(kw.get("is_causal")),
+                                          template.layout_order(out)))
+        new.meta = dict(n.meta, val=out)
+        if not single:
+            for u in list(n.users):
+                if u.args[1] == 0:
+                    u.replace_all_uses_with(new)
+                gm.graph.erase_node(u)
+        else:
+            n.replace_all_uses_with(new)
         gm.graph.erase_node(n)
         count += 1
     return count

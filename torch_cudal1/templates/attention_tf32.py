@@ -35,17 +35,18 @@ def _triton_enabled(q: torch.Tensor) -> bool:
 
 
 def takes(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask=None) -> bool:
-    """Shapes the template runs: (..., L, E), (..., S, E), (..., S, Ev) float32 with the same
-    leading dims (no broadcast or grouped heads), head dims up to ``MAX_HEAD_DIM``, and a mask
-    (boolean, or additive float32) that broadcasts to (..., L, S)."""
+    """Shapes the template runs: (B, H, L, E), (B, H, S, E), (B, H, S, Ev) float32, or the same
+    without H, with the same leading dims (no broadcast or grouped heads), head dims up to
+    ``MAX_HEAD_DIM``, and a mask (boolean, or additive float32) that broadcasts to the scores."""
     if mask is not None:
+        scores = (*q.shape[:-1], k.shape[-2])
         try:
-            if mask.dtype not in (torch.bool, torch.float32) or torch.broadcast_shapes(
-                    mask.shape, (*q.shape[:-1], k.shape[-2])) != (*q.shape[:-1], k.shape[-2]):
+            if mask.dtype not in (torch.bool, torch.float32) \
+                    or torch.broadcast_shapes(mask.shape, scores) != scores:
                 return False
         except RuntimeError:
             return False
-    return (q.dtype == k.dtype == v.dtype == torch.float32 and q.dim() >= 2
+    return (q.dtype == k.dtype == v.dtype == torch.float32 and q.dim() in (3, 4)
             and q.dim() == k.dim() == v.dim() and q.shape[:-2] == k.shape[:-2] == v.shape[:-2]
             and k.shape[-2] == v.shape[-2] > 0 and q.shape[-1] == k.shape[-1]
             and 0 < q.shape[-1] <= MAX_HEAD_DIM and 0 < v.shape[-1] <= MAX_HEAD_DIM)
@@ -56,15 +57,22 @@ def _kernel():
     import triton.language as tl
 
     @triton.jit
-    def forward(q_ptr, k_ptr, v_ptr, m_ptr, o_ptr, scale, L, S,
-                sqb, sql, sqe, skb, sks, ske, svb, svs, sve, smb, sml, sms, sob, sol, soe,
+    def forward(q_ptr, k_ptr, v_ptr, m_ptr, o_ptr, scale, H, L, S,
+                sqb, sqh, sql, sqe, skb, skh, sks, ske, svb, svh, svs, sve,
+                smb, smh, sml, sms, sob, soh, sol, soe,
                 E, EV, E_P2: tl.constexpr, EV_P2: tl.constexpr, CAUSAL: tl.constexpr,
                 HAS_MASK: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-        b, pid_m = tl.program_id(0).to(tl.int64), tl.program_id(1)   # batch x heads can pass 65535
+        bh, pid_m = tl.program_id(0), tl.program_id(1)   # batch x heads can pass 65535
+        b, h = (bh // H).to(tl.int64), (bh % H).to(tl.int64)
+        q_ptr += b * sqb + h * sqh
+        k_ptr += b * skb + h * skh
+        v_ptr += b * svb + h * svh
+        m_ptr += b * smb + h * smh
+        o_ptr += b * sob + h * soh
         rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M).to(tl.int64)
         e = tl.arange(0, E_P2)
         ev = tl.arange(0, EV_P2)
-        q = tl.load(q_ptr + b * sqb + rows[:, None] * sql + e[None, :] * sqe,
+        q = tl.load(q_ptr + rows[:, None] * sql + e[None, :] * sqe,
                     mask=(rows[:, None] < L) & (e[None, :] < E), other=0.0)
         m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
         l_i = tl.zeros([BLOCK_M], tl.float32)
@@ -75,12 +83,12 @@ def _kernel():
             end = tl.minimum(S, (pid_m + 1) * BLOCK_M)
         for start in range(0, end, BLOCK_N):
             cols = start + tl.arange(0, BLOCK_N).to(tl.int64)
-            k_t = tl.load(k_ptr + b * skb + cols[None, :] * sks + e[:, None] * ske,
+            k_t = tl.load(k_ptr + cols[None, :] * sks + e[:, None] * ske,
                           mask=(cols[None, :] < S) & (e[:, None] < E), other=0.0)
             s = tl.dot(q, k_t, input_precision="tf32") * qk_scale
             keep = cols[None, :] < S
             if HAS_MASK:   # additive, in natural-log units like the scores before the exp2 scale
-                s += tl.load(m_ptr + b * smb + rows[:, None] * sml + cols[None, :] * sms,
+                s += tl.load(m_ptr + rows[:, None] * sml + cols[None, :] * sms,
                              mask=(rows[:, None] < L) & keep, other=0.0) * 1.4426950408889634
             if CAUSAL:
                 keep = keep & (cols[None, :] <= rows[:, None])
@@ -90,12 +98,12 @@ def _kernel():
             p = tl.math.exp2(s - m_safe[:, None])
             alpha = tl.math.exp2(m_i - m_safe)
             l_i = l_i * alpha + tl.sum(p, 1)
-            v = tl.load(v_ptr + b * svb + cols[:, None] * svs + ev[None, :] * sve,
+            v = tl.load(v_ptr + cols[:, None] * svs + ev[None, :] * sve,
                         mask=(cols[:, None] < S) & (ev[None, :] < EV), other=0.0)
             acc = acc * alpha[:, None] + tl.dot(p, v, input_precision="tf32")
             m_i = m_new
         out = acc / l_i[:, None]
-        tl.store(o_ptr + b * sob + rows[:, None] * sol + ev[None, :] * soe, out,
+        tl.store(o_ptr + rows[:, None] * sol + ev[None, :] * soe, out,
                  mask=(rows[:, None] < L) & (ev[None, :] < EV))
 
     return forward
@@ -114,44 +122,61 @@ def _blocks(e_p2: int, interpreted: bool) -> tuple[int, int, int]:
     return 64, 32, 4
 
 
-def _run(q, k, v, mask, scale: float, causal: bool) -> torch.Tensor:
+def _empty(shape, order, like: torch.Tensor) -> torch.Tensor:
+    """An empty tensor of ``shape`` with its dims laid out in ``order``, outermost first (the
+    layout of the op this one replaces in a graph, whose later views rely on it; contiguous
+    where ``order`` does not fit ``shape``)."""
+    order = list(order) if sorted(order) == list(range(len(shape))) else list(range(len(shape)))
+    return like.new_empty([shape[d] for d in order]).permute([order.index(d)
+                                                               for d in range(len(shape))])
+
+
+def _run(q, k, v, mask, scale: float, causal: bool, order) -> torch.Tensor:
     global _KERNEL
     import triton
     if _KERNEL is None:
         _KERNEL = _kernel()
-    lead = q.shape[:-2]
-    L, E, S, EV = q.shape[-2], q.shape[-1], k.shape[-2], v.shape[-1]
-    q3, k3, v3 = (t.reshape(-1, t.shape[-2], t.shape[-1]) for t in (q, k, v))
-    if mask is not None:   # broadcast dims stay stride 0 (a view) where they merge
+    out = _empty((*q.shape[:-1], v.shape[-1]), order, q)
+    q4, k4, v4, o4 = (t if t.dim() == 4 else t.unsqueeze(1) for t in (q, k, v, out))
+    B, H, L, E = q4.shape
+    S, EV = k4.shape[-2], v4.shape[-1]
+    if mask is not None:   # broadcast dims stay stride 0: a view, no copy
         if mask.dtype == torch.bool:   # True takes part
             mask = torch.zeros((), dtype=q.dtype, device=q.device).masked_fill(~mask, float("-inf"))
-        mask = mask.expand(*lead, L, S).reshape(-1, L, S)
-    m3 = mask if mask is not None else q3
-    out = torch.empty((q3.shape[0], L, EV), device=q.device, dtype=q.dtype)
+        mask = mask.expand(*q.shape[:-1], S)
+        mask = mask if mask.dim() == 4 else mask.unsqueeze(1)
+    m4 = mask if mask is not None else q4
     if out.numel():
         e_p2, ev_p2 = (max(16, triton.next_power_of_2(d)) for d in (E, EV))
         bm, bn, warps = _blocks(max(e_p2, ev_p2), not q.is_cuda)
-        grid = (q3.shape[0], triton.cdiv(L, bm))
-        _KERNEL[grid](q3, k3, v3, m3, out, float(scale), L, S, *q3.stride(), *k3.stride(),
-                      *v3.stride(), *m3.stride(), *out.stride(), E, EV, E_P2=e_p2, EV_P2=ev_p2,
+        grid = (B * H, triton.cdiv(L, bm))
+        _KERNEL[grid](q4, k4, v4, m4, o4, float(scale), H, L, S, *q4.stride(), *k4.stride(),
+                      *v4.stride(), *m4.stride(), *o4.stride(), E, EV, E_P2=e_p2, EV_P2=ev_p2,
                       CAUSAL=causal, HAS_MASK=mask is not None, BLOCK_M=bm, BLOCK_N=bn,
                       num_warps=warps, num_stages=2)
-    return out.reshape(*lead, L, EV)
+    return out
 
 
 @torch.library.custom_op(OP, mutates_args=())
 def attention_tf32(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                   attn_mask: torch.Tensor | None, scale: float | None,
-                   is_causal: bool) -> torch.Tensor:
+                   attn_mask: torch.Tensor | None, scale: float | None, is_causal: bool,
+                   order: list[int]) -> torch.Tensor:
     """``scaled_dot_product_attention(q, k, v, attn_mask, is_causal=is_causal, scale=scale)``,
-    its products in TF32 where the matmul precision allows it (see the module's doc)."""
+    its products in TF32 where the matmul precision allows it (see the module's doc), the output
+    laid out with its dims in ``order``, outermost first."""
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     if not (_tf32_allowed() and _triton_enabled(q) and takes(q, k, v, attn_mask)):
-        return torch.nn.functional.scaled_dot_product_attention(
-            q, k, v, attn_mask, is_causal=is_causal, scale=scale).contiguous()
-    return _run(q, k, v, attn_mask, scale, is_causal)
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask,
+                                                             is_causal=is_causal, scale=scale)
+        return _empty(y.shape, order, y).copy_(y)
+    return _run(q, k, v, attn_mask, scale, is_causal, order)
 
 
 @attention_tf32.register_fake
-def _(q, k, v, attn_mask, scale, is_causal):
-    return q.new_empty((*q.shape[:-1], v.shape[-1]))
+def _(q, k, v, attn_mask, scale, is_causal, order):
+    return _empty((*q.shape[:-1], v.shape[-1]), order, q)
+
+
+def layout_order(t: torch.Tensor) -> list[int]:
+    """``t``'s dims ordered outermost first by stride (ties: the logical order), for ``order``."""
+    return sorted(range(t.dim()), key=lambda d: (-t.stride(d), d))

@@ -32,7 +32,7 @@ from .switched import auto_on_gpu, op_name
 _PRODUCTS = {"mm", "addmm", "bmm", "baddbmm", "addbmm", "matmul", "linear", "_addmm_activation",
              "einsum", "tensordot", "_scaled_dot_product_attention_math",
              # fused attention: in TF32 through the template (rewrites/attention_tf32.py)
-             "scaled_dot_product_attention"}
+             "scaled_dot_product_attention", "_scaled_dot_product_efficient_attention"}
 
 
 
