@@ -111,15 +111,18 @@ def _kernel():
 
 _KERNEL = None
 
+# Tiles tried on the device at a shape's first call (triton.autotune): float32 tiles take twice a
+# half-precision kernel's shared memory, so the wide ones may not fit wide heads (skipped there).
+CONFIGS = [(128, 64, 4, 2), (128, 64, 8, 3), (128, 32, 4, 2), (64, 64, 4, 3), (64, 32, 4, 2)]
+INTERPRETED = (16, 16)   # under Triton's interpreter (tests): small tiles, quick on a CPU
 
-def _blocks(e_p2: int, interpreted: bool) -> tuple[int, int, int]:
-    """(BLOCK_M, BLOCK_N, warps): float32 tiles take twice a half-precision kernel's shared
-    memory, so wide heads get narrower blocks."""
-    if interpreted:
-        return 16, 16, 1
-    if e_p2 <= 64:
-        return 128, 64, 4
-    return 64, 32, 4
+
+def _tuned(forward):
+    import triton
+    return triton.autotune(
+        configs=[triton.Config({"BLOCK_M": m, "BLOCK_N": n}, num_warps=w, num_stages=st)
+                 for m, n, w, st in CONFIGS],
+        key=["L", "S", "E_P2", "EV_P2", "CAUSAL", "HAS_MASK"])(forward)
 
 
 def _empty(shape, order, like: torch.Tensor) -> torch.Tensor:
@@ -135,7 +138,8 @@ def _run(q, k, v, mask, scale: float, causal: bool, order) -> torch.Tensor:
     global _KERNEL
     import triton
     if _KERNEL is None:
-        _KERNEL = _kernel()
+        forward = _kernel()
+        _KERNEL = (forward, _tuned(forward))
     out = _empty((*q.shape[:-1], v.shape[-1]), order, q)
     q4, k4, v4, o4 = (t if t.dim() == 4 else t.unsqueeze(1) for t in (q, k, v, out))
     B, H, L, E = q4.shape
@@ -148,12 +152,16 @@ def _run(q, k, v, mask, scale: float, causal: bool, order) -> torch.Tensor:
     m4 = mask if mask is not None else q4
     if out.numel():
         e_p2, ev_p2 = (max(16, triton.next_power_of_2(d)) for d in (E, EV))
-        bm, bn, warps = _blocks(max(e_p2, ev_p2), not q.is_cuda)
-        grid = (B * H, triton.cdiv(L, bm))
-        _KERNEL[grid](q4, k4, v4, m4, o4, float(scale), H, L, S, *q4.stride(), *k4.stride(),
-                      *v4.stride(), *m4.stride(), *o4.stride(), E, EV, E_P2=e_p2, EV_P2=ev_p2,
-                      CAUSAL=causal, HAS_MASK=mask is not None, BLOCK_M=bm, BLOCK_N=bn,
-                      num_warps=warps, num_stages=2)
+        args = (q4, k4, v4, m4, o4, float(scale), H, L, S, *q4.stride(), *k4.stride(),
+                *v4.stride(), *m4.stride(), *o4.stride(), E, EV)
+        consts = dict(E_P2=e_p2, EV_P2=ev_p2, CAUSAL=causal, HAS_MASK=mask is not None)
+        plain, tuned = _KERNEL
+        if q.is_cuda:
+            tuned[lambda meta: (B * H, triton.cdiv(L, meta["BLOCK_M"]))](*args, **consts)
+        else:
+            bm, bn = INTERPRETED
+            plain[(B * H, triton.cdiv(L, bm))](*args, **consts, BLOCK_M=bm, BLOCK_N=bn,
+                                                 num_warps=1)
     return out
 
 
