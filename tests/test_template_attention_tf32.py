@@ -213,3 +213,28 @@ def test_the_template_on_cuda_matches_float64_within_tf32_rounding():
         assert ((y.double() - ref).norm() / ref.norm()).item() < 2e-3
     finally:
         torch.set_float32_matmul_precision(prec)
+
+
+def test_the_kernel_compiles_for_hopper_with_a_tile_that_fits():
+    """Compiled ahead of time for sm_90 (Triton's own ptxas, no GPU): every head dim the
+    template takes has a tile among CONFIGS within an H100/H200's shared memory per block."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from torch_cudal1.templates import attention_tf32 as template
+    forward = template._kernel()
+    consts = {"E_P2", "EV_P2", "CAUSAL", "HAS_MASK", "BLOCK_M", "BLOCK_N"}
+    sig = {n: "constexpr" if n in consts else "*fp32" if n.endswith("_ptr")
+           else "fp32" if n == "scale" else "i32" for n in forward.arg_names}
+    for head, masked in ((32, False), (128, True)):
+        fits = []
+        for m, n, warps, stages in template.CONFIGS:
+            kernel = triton.compile(
+                ASTSource(fn=forward, signature=sig,
+                          constexprs=dict(E_P2=head, EV_P2=head, CAUSAL=masked, HAS_MASK=masked,
+                                          BLOCK_M=m, BLOCK_N=n)),
+                target=GPUTarget("cuda", 90, 32),
+                options={"num_warps": warps, "num_stages": stages})
+            fits.append(kernel.metadata.shared <= 227 * 1024)
+        assert any(fits), (head, masked)
