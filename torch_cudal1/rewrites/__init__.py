@@ -43,8 +43,9 @@ NAMES = [p[0] for p in PASSES]
 # the device and the shapes, so the built-in engine proposes the graph both with and without them.
 KERNEL_CHOICE = {"transposed_conv_as_conv", "avg_pool_as_conv", "long_row_layer_norm",
                  "long_row_group_norm", "attention_tf32"}
-# Passes whose kernels round float32 products to TF32: proposed only in the engine's TF32
-# candidates (where that precision is allowed for the module's calls), never otherwise.
+# Passes whose kernels round float32 products to TF32: proposed only where the engine may propose
+# TF32 (option ``tf32``), in the rewritten graph through inductor with and without TF32 for the
+# module's other products.
 TF32_ONLY = {"attention_tf32"}
 
 

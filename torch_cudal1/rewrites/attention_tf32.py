@@ -1,8 +1,8 @@
 """float32 fused attention as the TF32 flash-attention template (``templates/attention_tf32.py``).
 
 Not less arithmetic, and not exact: the template's products round their inputs to TF32, so the
-built-in engine offers the graph with it only in its TF32 candidates (a ``TF32_ONLY`` pass), where
-the op runs the template, and always beside the graph without it (a ``KERNEL_CHOICE`` pass).
+built-in engine offers the graph with it only where it may propose TF32 (a ``TF32_ONLY`` pass), and
+always beside the graph without it (a ``KERNEL_CHOICE`` pass).
 Fires on a GPU graph's float32 attention without dropout whose shapes and mask the template
 takes: ``scaled_dot_product_attention`` as the ``fused_attention`` rewrite writes it, and the
 backend op a user's own call (or ``nn.MultiheadAttention`` without weights) traces to — float32

@@ -8,10 +8,10 @@ flash-attention forward pass (an online softmax over blocks of keys, the L x L s
 stored) with both products in TF32: float32's range, inputs rounded to 10 mantissa bits like
 TF32 matrix products (``engines/builtin/tf32.py``), softmax and accumulators in float32.
 
-Like a float32 matrix product, it follows the matmul precision setting of the call: under
-``float32_matmul_precision("high")`` or looser (the built-in engine's TF32 candidates set it for
-their module's calls only) the template runs; under ``highest`` (PyTorch's default), or off the
-GPU outside Triton's interpreter, or for shapes it does not take, the op is ATen's
+Where it runs (on the GPU, or under Triton's interpreter, for shapes it takes) it always rounds
+its products to TF32, whatever the matmul precision setting: a graph holds it only where the
+built-in engine may propose TF32 (option ``tf32``; ``rewrites.TF32_ONLY``), and every such
+candidate is verified against the reference run in full float32. Elsewhere the op is ATen's
 ``scaled_dot_product_attention``. Masks: boolean (True takes part) or additive float32,
 broadcasting to the scores.
 """
@@ -24,10 +24,6 @@ import torch
 
 OP = "cudal1::attention_tf32"
 MAX_HEAD_DIM = 128
-
-
-def _tf32_allowed() -> bool:
-    return torch.get_float32_matmul_precision() != "highest"
 
 
 def _triton_enabled(q: torch.Tensor) -> bool:
@@ -170,10 +166,10 @@ def attention_tf32(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                    attn_mask: torch.Tensor | None, scale: float | None, is_causal: bool,
                    order: list[int]) -> torch.Tensor:
     """``scaled_dot_product_attention(q, k, v, attn_mask, is_causal=is_causal, scale=scale)``,
-    its products in TF32 where the matmul precision allows it (see the module's doc), the output
-    laid out with its dims in ``order``, outermost first."""
+    its products in TF32 where the template runs (see the module's doc), the output laid out with
+    its dims in ``order``, outermost first."""
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-    if not (_tf32_allowed() and _triton_enabled(q) and takes(q, k, v, attn_mask)):
+    if not (_triton_enabled(q) and takes(q, k, v, attn_mask)):
         y = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask,
                                                              is_causal=is_causal, scale=scale)
         return _empty(y.shape, order, y).copy_(y)

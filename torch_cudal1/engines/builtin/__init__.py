@@ -11,8 +11,8 @@ Round 1 proposes what the task's own graph allows:
   kernels fired (``KERNEL_CHOICE``), the graph with only the others is proposed too, and where
   several such passes fired, each alone with them (through inductor). Such passes put Triton
   templates in the graph (``templates/``, on a GPU: layer and group norms over long rows, and
-  float32 attention as flash attention in TF32 — that one only in a ``+inductor+tf32``
-  candidate: ``TF32_ONLY``).
+  float32 attention as flash attention in TF32 — that one only where TF32 may be proposed,
+  through inductor, the module's other products in full float32 or TF32: ``TF32_ONLY``).
 * on a GPU, ``builtin:cudagraph`` — the reference replayed from a CUDA graph — and
   ``builtin:aoti`` — the reference (or the rewritten graph) through AOTInductor: inductor's
   kernels behind a C++ wrapper, no guards or Python wrapper per call (option ``aoti``).
@@ -138,7 +138,7 @@ class BuiltinEngine(Engine):
             return []
         what = ",".join(fired)
         meta = {"rewrites": result.counts}
-        tf32_only = bool(set(fired) & TF32_ONLY)   # its kernels run only under TF32: that one alone
+        tf32_only = bool(set(fired) & TF32_ONLY)   # a TF32 kernel: other products TF32 or not
         compiled_only = compiled_only or tf32_only
         out = []
         try:
@@ -152,8 +152,7 @@ class BuiltinEngine(Engine):
             return []
         if not compiled_only:
             out.append(Candidate(eager, f"builtin:rewrite({what})", meta=dict(meta)))
-        if not tf32_only:
-            out.append(Candidate(compiled, f"builtin:rewrite({what})+inductor", meta=dict(meta)))
+        out.append(Candidate(compiled, f"builtin:rewrite({what})+inductor", meta=dict(meta)))
         if self._tf32(ctx):
             out.append(Candidate(tf32.wrap(compiled, f"rewritten graph ({what}) through inductor, "
                                                      "float32 products in TF32"),
