@@ -239,7 +239,7 @@ def _contiguous_as_eager(gm: fx.GraphModule, eager: list) -> int:
             leaves[i] = c
             count += 1
     if count:
-        out.args = (leaves,) + tuple(out.args[1:])
+        out.args = (type(out.args[0])(leaves),) + tuple(out.args[1:])
         gm.recompile()
     return count
 

@@ -254,7 +254,7 @@ class Harness:
             except Exception as e:  # noqa: BLE001 - an op without float64: native is the reference
                 if self.hi_ran and classify_exception(e)[0] == "memory":
                     # it ran before, beside less: the device is full (the candidate's memory, or
-                    # other jobs': session 23, L2_3's 43 GB float64 copy beside three tasks), not
+                    # other jobs': session 23, L2_3's 43 GB float64 copy beside two other tasks), not
                     # tampered with. Dropping it would loosen the tolerance and the canary would
                     # call that tampering; out of memory is retried alone by the search instead.
                     raise Reject("memory", "the reference's float64 copy ran out of device "
