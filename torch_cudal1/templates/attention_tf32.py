@@ -114,11 +114,17 @@ INTERPRETED = (16, 16)   # under Triton's interpreter (tests): small tiles, quic
 
 
 def _tuned(forward):
+    import inspect
+
     import triton
+    # the timings kept in Triton's cache dir (Triton 3.4+): a process serving a cached winner
+    # does not tune the same shape again at its first call
+    keep = {"cache_results": True} \
+        if "cache_results" in inspect.signature(triton.autotune).parameters else {}
     return triton.autotune(
         configs=[triton.Config({"BLOCK_M": m, "BLOCK_N": n}, num_warps=w, num_stages=st)
                  for m, n, w, st in CONFIGS],
-        key=["L", "S", "E_P2", "EV_P2", "CAUSAL", "HAS_MASK"])(forward)
+        key=["L", "S", "E_P2", "EV_P2", "CAUSAL", "HAS_MASK"], **keep)(forward)
 
 
 def _empty(shape, order, like: torch.Tensor) -> torch.Tensor:
