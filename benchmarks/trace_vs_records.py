@@ -123,8 +123,10 @@ def new_graph_wraps(rec: dict) -> list[str]:
 
 
 def tried(rec: dict) -> dict:
-    """Which candidate families the record's attempts include."""
-    origins = [str(a.get("origin")) for a in rec.get("attempts") or []]
+    """Which candidate families the record's attempts include (not those the search's time
+    budget cut off before they had their own limit: never measured)."""
+    origins = [str(a.get("origin")) for a in rec.get("attempts") or []
+               if not (a.get("reason") == "timeout" and "time budget" in str(a.get("detail")))]
     wraps = new_graph_wraps(rec)
     return {"graph_wraps_now": bool(wraps), "rec_graph_wraps": not wraps,
             "rec_rewrite": any("rewrite" in o for o in origins),

@@ -101,3 +101,54 @@ def test_out_of_memory_beside_siblings_is_verified_again_alone(tmp_path, monkeyp
     assert by_origin["scripted:b"].verdict.accepted and by_origin["scripted:b"].timing
     assert ("scripted:wrong", True) not in calls   # other rejections stay final
     result.cleanup()
+
+
+HANGS = '''
+import time
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        time.sleep(600)          # a build that would outlast any budget
+    def forward(self, x):
+        return x
+'''
+
+
+class OneHang(Engine):
+    name = "scripted"
+
+    def propose(self, task, history, ctx):
+        return [Candidate(HANGS, origin="scripted:hang")] if ctx.round == 1 else []
+
+
+def test_a_candidate_gets_what_is_left_of_the_budget_not_its_whole_limit(tmp_path, monkeypatch):
+    """time_budget_s bounds the search's wall time: a candidate started near its end is killed
+    when the budget runs out (with a floor of MIN_VERIFY_S), not after verify_timeout_s, and its
+    verdict says which limit cut it. The baselines keep the full limit."""
+    limits = {}
+    real = search.evaluate
+
+    def spy(task, cand, **kw):
+        limits.setdefault(cand.origin, []).append(kw["timeout_s"])
+        return real(task, cand, **kw)
+    monkeypatch.setattr(search, "evaluate", spy)
+    monkeypatch.setattr(search, "MIN_VERIFY_S", 3.0)
+    for parallel in (1, 2):   # verified alone, and beside a sibling before timing
+        engine = OneHang()
+        if parallel == 2:
+            engine.propose = lambda task, history, ctx: [
+                Candidate(HANGS, origin="scripted:hang"),
+                Candidate(GOOD.format(scale="2"), origin="scripted:a")] if ctx.round == 1 else []
+        opts = Options.resolve({"baselines": "eager", "rounds": 1, "samples": 2, "trials": 1,
+                                "parallel_builds": parallel, "time_budget_s": 8,
+                                "verify_timeout_s": 120, "cache_dir": str(tmp_path)}, env={})
+        t0 = time.monotonic()
+        result = search.run_search(Task(TASK), opts, "cpu", engine=engine)
+        assert time.monotonic() - t0 < 60
+        hang = next(a for a in result.attempts if a.candidate.origin == "scripted:hang")
+        assert hang.verdict.reason == "timeout" and "time budget" in hang.verdict.detail
+        assert limits["baseline:eager"][0] == 120 and max(limits["scripted:hang"]) <= 8
+        limits.clear()
+        result.cleanup()

@@ -216,3 +216,15 @@ def test_passes_that_fire_on_gpu_graphs_only_count_from_the_cpu_trace(tmp_path):
     assert {"fused_attention", "attention_tf32"} <= set(row["fired"]), row
     assert attention_tf32.DEVICES == ("cuda",)   # put back after the trace
     assert trace_vs_records.stale([row])["rewrite"] == ["L3_1"]
+
+
+def test_a_candidate_the_search_budget_cut_off_was_not_tried():
+    row = {"id": "L1_1", "fp32_products": True}
+    cut = {"id": "L1_1", "status": "ok", "attempts": [
+        _ok("baseline:eager", 1.0),
+        {"origin": "builtin:tf32", "reason": "timeout",
+         "detail": "no result within 60 s (what was left of the search's time budget)"}]}
+    assert trace_vs_records.stale([dict(row, **trace_vs_records.tried(cut))])["tf32"] == ["L1_1"]
+    own = dict(cut, attempts=[cut["attempts"][0],
+                              dict(cut["attempts"][1], detail="no result within 300 s")])
+    assert trace_vs_records.stale([dict(row, **trace_vs_records.tried(own))])["tf32"] == []

@@ -38,6 +38,11 @@ WIDE_SPREAD = 0.25
 # to 2.1 times the median of the same task's eager timings (L3_39: 142 ms after 426 switches,
 # 51-72 ms beside its other attempts); with under 10, 1.00 (benchmarks/eager_switches.py).
 DISTURBED_SWITCHES = 50
+# An engine candidate's child gets its own limit (``verify_timeout_s``) or what is left of the
+# search's budget, whichever is less, but at least this: the budget bounds the search's wall
+# time, not only when its candidates start (session 23: KernelBench searches given 263 s ran past
+# 520 s, a round's candidates verified in parallel with 300 s each). Baselines keep the full limit.
+MIN_VERIFY_S = 60.0
 # Half-width of a median's ~95% interval in inter-quartile ranges times sqrt(n): the notches of
 # a notched box plot (McGill, Tukey & Larsen 1978).
 NOTCH = 1.58
@@ -194,6 +199,16 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
     dirs: dict[int, Path] = {}
     refs: dict[str, float] = {}
 
+    def budget_timeout() -> float:
+        left = options.time_budget_s - (time.monotonic() - start)
+        return max(MIN_VERIFY_S, min(options.verify_timeout_s, left))
+
+    def cut(verdict: Verdict, timeout_s: float) -> Verdict:
+        """A timeout the budget set, not the candidate's own limit, says so."""
+        if verdict.reason == "timeout" and timeout_s < options.verify_timeout_s:
+            verdict.detail += " (what was left of the search's time budget)"
+        return verdict
+
     def preverify(cands: list[Candidate]) -> dict[int, Verdict]:
         """Build and verify a round's candidates in parallel child processes (no timing), so
         that builds use the CPU cores while timing stays one candidate at a time."""
@@ -202,13 +217,15 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
         if workers < 2:
             return {}
 
+        timeout_s = budget_timeout()
+
         def check(item):
             i, cand = item
             verdict, _ = evaluate(task, cand, device=device, trials=options.trials,
-                                  timeout_s=options.verify_timeout_s, time_it=False,
+                                  timeout_s=timeout_s, time_it=False,
                                   workdir=str(workroot / f"pre{len(attempts):03d}_{i}"),
                                   capture_limit_mb=options.capture_limit_mb)
-            return id(cand), verdict
+            return id(cand), cut(verdict, timeout_s)
         with ThreadPoolExecutor(workers, thread_name_prefix="cudal1-build") as pool:
             return dict(pool.map(check, enumerate(todo)))
 
@@ -217,13 +234,15 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
             a.speedup_vs_eager = refs.get("eager") and refs["eager"] / a.timing.median_ms
             a.speedup_vs_inductor = refs.get("inductor") and refs["inductor"] / a.timing.median_ms
 
-    def run_one(cand: Candidate, record: bool = True) -> Attempt:
+    def run_one(cand: Candidate, record: bool = True, timeout_s: float | None = None) -> Attempt:
         wd = workroot / (f"c{len(attempts):03d}" if record else f"again{len(attempts):03d}")
         t0 = time.monotonic()
+        timeout_s = timeout_s or options.verify_timeout_s
         verdict, timing = evaluate(task, cand, device=device, trials=options.trials,
-                                   timeout_s=options.verify_timeout_s, workdir=str(wd),
+                                   timeout_s=timeout_s, workdir=str(wd),
                                    capture_limit_mb=options.capture_limit_mb,
                                    pair_reference=options.pairs_reference(device))
+        verdict = cut(verdict, timeout_s)
         a = Attempt(cand, verdict, timing if verdict.accepted else None,
                     seconds=time.monotonic() - t0)
         if not record:
@@ -310,7 +329,7 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
                     attempts.append(a)
                     say(_fmt_line(a))
                     continue
-                a = run_one(cand)
+                a = run_one(cand, timeout_s=budget_timeout())
                 say(_fmt_line(a))
                 if a.timing and a.timing.median_ms < best_ms:
                     best_ms, improved = a.timing.median_ms, True
