@@ -40,7 +40,7 @@ WIDE_SPREAD = 0.25
 DISTURBED_SWITCHES = 50
 # An engine candidate's child gets its own limit (``verify_timeout_s``) or what is left of the
 # search's budget, whichever is less, but at least this: the budget bounds the search's wall
-# time, not only when its candidates start (session 23: KernelBench searches given 263 s ran past
+# time, not only when its candidates start (session 23: KernelBench searches given ~263 s ran past
 # 520 s, a round's candidates verified in parallel with 300 s each). Baselines keep the full limit.
 MIN_VERIFY_S = 60.0
 # Half-width of a median's ~95% interval in inter-quartile ranges times sqrt(n): the notches of
