@@ -80,10 +80,10 @@ def test_off_the_gpu_the_op_is_atens_attention():
 
 
 def test_shapes_it_does_not_take_fall_back():
-    q, k = torch.randn(1, 4, 8, 16), torch.randn(1, 2, 8, 16)     # grouped heads
-    assert not __import__("torch_cudal1.templates.attention_tf32", fromlist=["takes"]).takes(q, k, k)
-    x = torch.randn(1, 2, 8, 160)                                  # a head dim over 128
     from torch_cudal1.templates.attention_tf32 import takes
+    q, k = torch.randn(1, 4, 8, 16), torch.randn(1, 2, 8, 16)     # grouped heads
+    assert not takes(q, k, k)
+    x = torch.randn(1, 2, 8, 160)                                  # a head dim over 128
     assert not takes(x, x, x) and not takes(q.double(), q.double(), q.double())
     assert takes(q, q, q) and takes(q, q, q, torch.ones(8, 8, dtype=torch.bool))
     assert not takes(q, q, q, torch.ones(8, 8, dtype=torch.float64))      # a mask in another dtype
