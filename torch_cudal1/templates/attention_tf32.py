@@ -5,8 +5,9 @@ only half precisions, so float32 ``scaled_dot_product_attention`` runs the memor
 kernel on SIMT units (KernelBench L3_31 on an H200: 10.6 ms at best, where CUDA-L1's answer
 casts to fp16 for FlashAttention and takes 1.5 ms, with fp16's range). This kernel is the
 flash-attention forward pass (an online softmax over blocks of keys, the L x L scores never
-stored) with both products in TF32: float32's range, inputs rounded to 10 mantissa bits like
-TF32 matrix products (``engines/builtin/tf32.py``), softmax and accumulators in float32.
+stored) with both products in TF32: float32's range, inputs rounded to nearest at 10 mantissa
+bits like cuBLAS's TF32 matrix products (``engines/builtin/tf32.py``), softmax and accumulators in
+float32. The kernel itself is ``attention_tf32_kernel.py``.
 
 Where it runs (on the GPU, or under Triton's interpreter, for shapes it takes) it always rounds
 its products to TF32, whatever the matmul precision setting: a graph holds it only where the
@@ -49,59 +50,8 @@ def takes(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask=None) -> bool:
 
 
 def _kernel():
-    import triton
-    import triton.language as tl
-
-    @triton.jit
-    def forward(q_ptr, k_ptr, v_ptr, m_ptr, o_ptr, scale, H, L, S,
-                sqb, sqh, sql, sqe, skb, skh, sks, ske, svb, svh, svs, sve,
-                smb, smh, sml, sms, sob, soh, sol, soe,
-                E, EV, E_P2: tl.constexpr, EV_P2: tl.constexpr, CAUSAL: tl.constexpr,
-                HAS_MASK: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-        bh, pid_m = tl.program_id(0), tl.program_id(1)   # batch x heads can pass 65535
-        b, h = (bh // H).to(tl.int64), (bh % H).to(tl.int64)
-        q_ptr += b * sqb + h * sqh
-        k_ptr += b * skb + h * skh
-        v_ptr += b * svb + h * svh
-        m_ptr += b * smb + h * smh
-        o_ptr += b * sob + h * soh
-        rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M).to(tl.int64)
-        e = tl.arange(0, E_P2)
-        ev = tl.arange(0, EV_P2)
-        q = tl.load(q_ptr + rows[:, None] * sql + e[None, :] * sqe,
-                    mask=(rows[:, None] < L) & (e[None, :] < E), other=0.0)
-        m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
-        l_i = tl.zeros([BLOCK_M], tl.float32)
-        acc = tl.zeros([BLOCK_M, EV_P2], tl.float32)
-        qk_scale = scale * 1.4426950408889634   # exp(x) = exp2(x * log2(e))
-        end = S
-        if CAUSAL:   # top-left aligned, as SDPA's is_causal: query i sees keys j <= i
-            end = tl.minimum(S, (pid_m + 1) * BLOCK_M)
-        for start in range(0, end, BLOCK_N):
-            cols = start + tl.arange(0, BLOCK_N).to(tl.int64)
-            k_t = tl.load(k_ptr + cols[None, :] * sks + e[:, None] * ske,
-                          mask=(cols[None, :] < S) & (e[:, None] < E), other=0.0)
-            s = tl.dot(q, k_t, input_precision="tf32") * qk_scale
-            keep = cols[None, :] < S
-            if HAS_MASK:   # additive, in natural-log units like the scores before the exp2 scale
-                s += tl.load(m_ptr + rows[:, None] * sml + cols[None, :] * sms,
-                             mask=(rows[:, None] < L) & keep, other=0.0) * 1.4426950408889634
-            if CAUSAL:
-                keep = keep & (cols[None, :] <= rows[:, None])
-            s = tl.where(keep, s, float("-inf"))
-            m_new = tl.maximum(m_i, tl.max(s, 1))
-            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)   # a row with no key yet
-            p = tl.math.exp2(s - m_safe[:, None])
-            alpha = tl.math.exp2(m_i - m_safe)
-            l_i = l_i * alpha + tl.sum(p, 1)
-            v = tl.load(v_ptr + cols[:, None] * svs + ev[None, :] * sve,
-                        mask=(cols[:, None] < S) & (ev[None, :] < EV), other=0.0)
-            acc = acc * alpha[:, None] + tl.dot(p, v, input_precision="tf32")
-            m_i = m_new
-        out = acc / l_i[:, None]
-        tl.store(o_ptr + rows[:, None] * sol + ev[None, :] * soe, out,
-                 mask=(rows[:, None] < L) & (ev[None, :] < EV))
-
+    # its own module: it imports Triton, which this one (and a CPU-only install) must not need
+    from .attention_tf32_kernel import forward
     return forward
 
 
@@ -109,7 +59,8 @@ _KERNEL = None
 
 # Tiles tried on the device at a shape's first call (triton.autotune): float32 tiles take twice a
 # half-precision kernel's shared memory, so the wide ones may not fit wide heads (skipped there).
-CONFIGS = [(128, 64, 4, 2), (128, 64, 8, 3), (128, 32, 4, 2), (64, 64, 4, 3), (64, 32, 4, 2)]
+CONFIGS = [(128, 64, 4, 2), (128, 64, 8, 3), (128, 32, 4, 2), (64, 64, 4, 3), (64, 32, 4, 2),
+           (128, 128, 8, 2)]
 INTERPRETED = (16, 16)   # under Triton's interpreter (tests): small tiles, quick on a CPU
 
 

@@ -1,0 +1,73 @@
+"""The Triton kernel of ``attention_tf32`` (imported only where it runs: it needs Triton).
+
+Each product's inputs are rounded to TF32 here, to nearest, before ``tl.dot``: a tensor core fed
+float32 registers ignores their 13 low mantissa bits (truncation, biased toward zero). Truncated,
+the kernel was 1.7e-3 from float64 on a 16384-key sequence on an H200, three times fp16
+FlashAttention's error (session 24, ``benchmarks/attention_bench.py``); rounded, each product's
+inputs carry at most half a TF32 ulp of error, as cuBLAS's TF32 matmuls do. The softmax weights
+are summed after their rounding, so the weights the second product uses still sum to one.
+"""
+import triton
+import triton.language as tl
+
+LOG2E = tl.constexpr(1.4426950408889634)   # exp(x) = exp2(x * log2(e))
+
+
+@triton.jit
+def round_tf32(x):
+    """``x`` (float32) rounded to TF32's 10 mantissa bits, ties away from zero (as PTX's
+    ``cvt.rna.tf32.f32``), in integer ops that Triton's interpreter runs too; infinities stay."""
+    bits = x.to(tl.uint32, bitcast=True)
+    return ((bits + 0x1000) & 0xFFFFE000).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def forward(q_ptr, k_ptr, v_ptr, m_ptr, o_ptr, scale, H, L, S,
+            sqb, sqh, sql, sqe, skb, skh, sks, ske, svb, svh, svs, sve,
+            smb, smh, sml, sms, sob, soh, sol, soe,
+            E, EV, E_P2: tl.constexpr, EV_P2: tl.constexpr, CAUSAL: tl.constexpr,
+            HAS_MASK: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    bh, pid_m = tl.program_id(0), tl.program_id(1)   # batch x heads can pass 65535
+    b, h = (bh // H).to(tl.int64), (bh % H).to(tl.int64)
+    q_ptr += b * sqb + h * sqh
+    k_ptr += b * skb + h * skh
+    v_ptr += b * svb + h * svh
+    m_ptr += b * smb + h * smh
+    o_ptr += b * sob + h * soh
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M).to(tl.int64)
+    e = tl.arange(0, E_P2)
+    ev = tl.arange(0, EV_P2)
+    q = tl.load(q_ptr + rows[:, None] * sql + e[None, :] * sqe,
+                mask=(rows[:, None] < L) & (e[None, :] < E), other=0.0)
+    # the scale (in exp2's units) folded into q once, not into each block of scores
+    q = round_tf32(q * (scale * LOG2E))
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, EV_P2], tl.float32)
+    end = S
+    if CAUSAL:   # top-left aligned, as SDPA's is_causal: query i sees keys j <= i
+        end = tl.minimum(S, (pid_m + 1) * BLOCK_M)
+    for start in range(0, end, BLOCK_N):
+        cols = start + tl.arange(0, BLOCK_N).to(tl.int64)
+        k_t = tl.load(k_ptr + cols[None, :] * sks + e[:, None] * ske,
+                      mask=(cols[None, :] < S) & (e[:, None] < E), other=0.0)
+        s = tl.dot(q, round_tf32(k_t), input_precision="tf32")
+        keep = cols[None, :] < S
+        if HAS_MASK:   # additive, in natural-log units like the scores before the exp2 scale
+            s += tl.load(m_ptr + rows[:, None] * sml + cols[None, :] * sms,
+                         mask=(rows[:, None] < L) & keep, other=0.0) * LOG2E
+        if CAUSAL:
+            keep = keep & (cols[None, :] <= rows[:, None])
+        s = tl.where(keep, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)   # a row with no key yet
+        p = round_tf32(tl.math.exp2(s - m_safe[:, None]))
+        alpha = tl.math.exp2(m_i - m_safe)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(v_ptr + cols[:, None] * svs + ev[None, :] * sve,
+                    mask=(cols[:, None] < S) & (ev[None, :] < EV), other=0.0)
+        acc = acc * alpha[:, None] + tl.dot(p, round_tf32(v), input_precision="tf32")
+        m_i = m_new
+    out = acc / l_i[:, None]
+    tl.store(o_ptr + rows[:, None] * sol + ev[None, :] * soe, out,
+             mask=(rows[:, None] < L) & (ev[None, :] < EV))
