@@ -22,6 +22,37 @@ def round_tf32(x):
 
 
 @triton.jit
+def _keys(q, m_i, l_i, acc, start, rows, e, ev, k_ptr, v_ptr, m_ptr, L, S, E, EV,
+          sks, ske, svs, sve, sml, sms, CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr,
+          EDGE: tl.constexpr, BLOCK_N: tl.constexpr):
+    """One block of keys into the online softmax. ``EDGE``: the block may pass the last key or
+    the causal diagonal, so each score is checked; blocks inside both (most of them) skip that."""
+    cols = start + tl.arange(0, BLOCK_N).to(tl.int64)
+    k_in, v_in, m_in = e[:, None] < E, ev[None, :] < EV, rows[:, None] < L
+    if EDGE:
+        k_in, v_in, m_in = (k_in & (cols[None, :] < S), v_in & (cols[:, None] < S),
+                            m_in & (cols[None, :] < S))
+    k_t = tl.load(k_ptr + cols[None, :] * sks + e[:, None] * ske, mask=k_in, other=0.0)
+    s = tl.dot(q, round_tf32(k_t), input_precision="tf32")
+    if HAS_MASK:   # additive, in natural-log units like the scores before the exp2 scale
+        s += tl.load(m_ptr + rows[:, None] * sml + cols[None, :] * sms,
+                     mask=m_in, other=0.0) * LOG2E
+    if EDGE:
+        keep = cols[None, :] < S
+        if CAUSAL:
+            keep = keep & (cols[None, :] <= rows[:, None])
+        s = tl.where(keep, s, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(s, 1))
+    m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)   # a row with no key yet
+    p = round_tf32(tl.math.exp2(s - m_safe[:, None]))
+    alpha = tl.math.exp2(m_i - m_safe)
+    l_i = l_i * alpha + tl.sum(p, 1)
+    v = tl.load(v_ptr + cols[:, None] * svs + ev[None, :] * sve, mask=v_in, other=0.0)
+    acc = acc * alpha[:, None] + tl.dot(p, round_tf32(v), input_precision="tf32")
+    return m_new, l_i, acc
+
+
+@triton.jit
 def forward(q_ptr, k_ptr, v_ptr, m_ptr, o_ptr, scale, H, L, S,
             sqb, sqh, sql, sqe, skb, skh, sks, ske, svb, svh, svs, sve,
             smb, smh, sml, sms, sob, soh, sol, soe,
@@ -45,29 +76,17 @@ def forward(q_ptr, k_ptr, v_ptr, m_ptr, o_ptr, scale, H, L, S,
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, EV_P2], tl.float32)
     end = S
+    inner = S // BLOCK_N * BLOCK_N   # blocks of keys before it hold no key past the last
     if CAUSAL:   # top-left aligned, as SDPA's is_causal: query i sees keys j <= i
         end = tl.minimum(S, (pid_m + 1) * BLOCK_M)
-    for start in range(0, end, BLOCK_N):
-        cols = start + tl.arange(0, BLOCK_N).to(tl.int64)
-        k_t = tl.load(k_ptr + cols[None, :] * sks + e[:, None] * ske,
-                      mask=(cols[None, :] < S) & (e[:, None] < E), other=0.0)
-        s = tl.dot(q, round_tf32(k_t), input_precision="tf32")
-        keep = cols[None, :] < S
-        if HAS_MASK:   # additive, in natural-log units like the scores before the exp2 scale
-            s += tl.load(m_ptr + rows[:, None] * sml + cols[None, :] * sms,
-                         mask=(rows[:, None] < L) & keep, other=0.0) * LOG2E
-        if CAUSAL:
-            keep = keep & (cols[None, :] <= rows[:, None])
-        s = tl.where(keep, s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)   # a row with no key yet
-        p = round_tf32(tl.math.exp2(s - m_safe[:, None]))
-        alpha = tl.math.exp2(m_i - m_safe)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        v = tl.load(v_ptr + cols[:, None] * svs + ev[None, :] * sve,
-                    mask=(cols[:, None] < S) & (ev[None, :] < EV), other=0.0)
-        acc = acc * alpha[:, None] + tl.dot(p, round_tf32(v), input_precision="tf32")
-        m_i = m_new
+        # and those before this one end at or before the block's first query
+        inner = tl.minimum(inner, pid_m * BLOCK_M // BLOCK_N * BLOCK_N)
+    for start in range(0, inner, BLOCK_N):
+        m_i, l_i, acc = _keys(q, m_i, l_i, acc, start, rows, e, ev, k_ptr, v_ptr, m_ptr, L, S, E,
+                              EV, sks, ske, svs, sve, sml, sms, CAUSAL, HAS_MASK, False, BLOCK_N)
+    for start in range(inner, end, BLOCK_N):
+        m_i, l_i, acc = _keys(q, m_i, l_i, acc, start, rows, e, ev, k_ptr, v_ptr, m_ptr, L, S, E,
+                              EV, sks, ske, svs, sve, sml, sms, CAUSAL, HAS_MASK, True, BLOCK_N)
     out = acc / l_i[:, None]
     tl.store(o_ptr + rows[:, None] * sol + ev[None, :] * soe, out,
              mask=(rows[:, None] < L) & (ev[None, :] < EV))
