@@ -6,7 +6,10 @@ table and writes it (with JSON) under --out.
     PYTHONPATH=. python3 benchmarks/attention_bench.py --out benchmarks/results/h200/attention
 
 Times with triton.testing.do_bench (median). ``relerr`` is the norm-relative error against
-float64 attention: the verifier's float32 tolerance is 1e-3 (``verify/compare.py``).
+float64 attention: the verifier's float32 tolerance is 1e-3 (``verify/compare.py``). A second
+table (``attention_tiles``) gives triton.autotune's time for each of the template's tiles per
+shape (``BLOCK_M x BLOCK_N, warps, stages``; ``-`` where a tile did not fit): what to keep in
+``CONFIGS``.
 """
 from __future__ import annotations
 
@@ -41,8 +44,10 @@ def main() -> None:
     import triton.testing
     import torch_cudal1.templates  # noqa: F401 - registers the ops
 
+    from torch_cudal1.templates import attention_tf32 as template_module
+
     torch.manual_seed(0)
-    rows = []
+    rows, tiles = [], []
     for b, h, lq, lk, e, causal, kind in CASES:
         torch._dynamo.reset()
         q = torch.randn(b, h, lq, e, device="cuda")
@@ -69,11 +74,33 @@ def main() -> None:
                 row[f"{name}_error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
         if row.get("template_ms") and row.get("inductor_ms"):
             row["template_vs_inductor"] = round(row["inductor_ms"] / row["template_ms"], 3)
+        tuned = (template_module._KERNEL or (None, None))[1]
+        if getattr(tuned, "best_config", None) is not None:
+            row["template_tile"] = _tile(tuned.best_config)
+            tile_row = {"shape": row["shape"], "causal": causal, "mask": row["mask"]}
+            for config, ms in (getattr(tuned, "configs_timings", None) or {}).items():
+                ms = ms[0] if isinstance(ms, (list, tuple)) else ms
+                tile_row[_tile(config)] = round(ms, 4) if ms != float("inf") else "-"
+            tiles.append(tile_row)
         rows.append(row)
         print(json.dumps(row), flush=True)
     write_report(Path(args.out), "attention", "float32 attention: the TF32 template vs ATen", rows,
                  ["shape", "causal", "mask", "eager_ms", "inductor_ms", "fp16_ms", "template_ms",
-                  "template_vs_inductor", "eager_relerr", "fp16_relerr", "template_relerr"])
+                  "template_vs_inductor", "template_tile", "eager_relerr", "fp16_relerr",
+                  "template_relerr"])
+    if tiles:
+        write_report(Path(args.out), "attention_tiles", "the template's tiles, as triton.autotune "
+                     "timed them (ms)", tiles, ["shape", "causal", "mask"]
+                     + [_tile_name(*c) for c in template_module.CONFIGS])
+
+
+def _tile_name(m: int, n: int, warps: int, stages: int) -> str:
+    return f"{m}x{n} w{warps} s{stages}"
+
+
+def _tile(config) -> str:
+    return _tile_name(config.kwargs["BLOCK_M"], config.kwargs["BLOCK_N"], config.num_warps,
+                      config.num_stages)
 
 if __name__ == "__main__":
     main()
