@@ -298,6 +298,18 @@ def run_task(row: dict, args, ceilings: dict, budget_s: float | None = None) -> 
                 verdict, timing = evaluate(task, cand, device=args.device, trials=opts.trials,
                                            timeout_s=child_s,
                                            pair_reference=opts.pairs_reference(args.device))
+            if verdict.accepted and timing is not None and args.device != "cpu":
+                # a timing the host disturbed or that spread wide, taken once more now that the
+                # search is done, by the search's rule for its own best (session 24: L3_31's
+                # solution, 1.52 ms before, 7.23 ms +-5.83 with 211 preemptions of the timing
+                # thread beside two other tasks)
+                def again(c, record=False):
+                    return Attempt(c, *evaluate(task, c, device=args.device, trials=opts.trials,
+                                                timeout_s=child_s,
+                                                pair_reference=opts.pairs_reference(args.device)))
+                solution = Attempt(cand, verdict, timing)
+                search.retime_unsound([solution], again, lines.append)
+                timing = solution.timing
             base = min((a for a in res.attempts if a.candidate.origin.startswith("baseline:")
                         and a.verdict.accepted and a.timing), key=lambda a: a.timing.median_ms)
             rec.update(replay_fields(rec, cand, verdict, timing, base))
@@ -328,6 +340,8 @@ def replay_fields(rec: dict, cand: Candidate, verdict, timing, base: Attempt | N
                                 "host": _host(timing),
                                 "paired_speedup": timing.paired_speedup if timing else None,
                                 "rules": RULES}}
+    if timing is not None and "retimed" in timing.extra:   # the other of two timings
+        out["replay_candidate"]["retimed"] = timing.extra["retimed"]
     if verdict.accepted and timing and base and timing.median_ms < rec["builtin_ms"] \
             and search.beats(Attempt(cand, verdict, timing), base):
         out["replay_ms"], out["replay_winner"] = timing.median_ms, cand.origin

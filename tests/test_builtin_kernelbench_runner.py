@@ -316,6 +316,45 @@ def test_a_solution_out_of_memory_beside_the_search_is_verified_again_alone(tmp_
     assert rec["replay_ms"] == 0.1
 
 
+@pytest.mark.parametrize("first_switches,evaluations,kept_ms", [(211, 2, 1.5), (3, 1, 7.23)])
+def test_a_solution_timed_while_the_host_disturbed_it_is_timed_again(
+        tmp_path, monkeypatch, first_switches, evaluations, kept_ms):
+    """Session 24: L3_31's CUDA-L1 solution (1.52 ms before) timed 7.23 ms +-5.83 while its timing
+    thread was preempted 211 times, and the replay figure took that. A solution's disturbed or
+    wide timing is taken once more after the search, and the better kept, as the search does
+    for its own best; a calm one is kept as it is."""
+    import types
+
+    import torch_cudal1.search as search_mod
+    import torch_cudal1.verify as verify_mod
+    from torch_cudal1.contracts import Timing, Verdict
+    kb, _, _ = _fake_queue(tmp_path, 1, (1,))
+    slow = Timing(median_ms=20.0, spread_ms=0.1, n=20, method="cuda_events", extra={})
+    base = types.SimpleNamespace(candidate=types.SimpleNamespace(origin="baseline:eager"),
+                                 verdict=Verdict.ok(), timing=slow, seconds=1.0)
+    monkeypatch.setattr(search_mod, "run_search", lambda task, opts, device, key="", progress=None:
+                        types.SimpleNamespace(winner=base, attempts=[base], eager_ms=20.0,
+                                              inductor_ms=20.0, stop_reason="rounds exhausted",
+                                              cleanup=lambda: None))
+    timings = [Timing(median_ms=7.23, spread_ms=5.83 if first_switches > 50 else 0.05, n=171,
+                      method="cuda_events", extra={"involuntary_switches": first_switches}),
+               Timing(median_ms=1.5, spread_ms=0.02, n=200, method="cuda_events",
+                      extra={"involuntary_switches": 1})]
+    calls = []
+    monkeypatch.setattr(verify_mod, "evaluate", lambda task, cand, **kw: (
+        calls.append(cand.origin) or Verdict.ok(), timings[len(calls) - 1]))
+    row = {"id": "L3_1", "level": 3, "ref_code": "x = 1\n", "custom_code": "y = 2\n"}
+    args = types.SimpleNamespace(device="cuda", out=str(tmp_path / "o"), data=None, rounds=1,
+                                 fast=True, task_timeout=60.0, builds_per_task=1, no_replay=False,
+                                 max_autotune=False)
+    rec = kb.run_task(row, args, {})
+    assert len(calls) == evaluations and rec["replay_ms"] == kept_ms
+    assert rec["replay_winner"] == "replay:custom_code"
+    if evaluations == 2:   # the first timing is kept beside the second
+        assert rec["replay_candidate"]["retimed"]["kept"] == "second"
+        assert rec["replay_candidate"]["retimed"]["median_ms"] == 7.23
+
+
 def test_the_summary_lists_timings_with_a_wide_spread(tmp_path):
     """A ratio built on a timing whose spread is half its median (L2_34's eager time in session 8)
     is flagged in the markdown summary; the timings of candidates that did not win are not."""

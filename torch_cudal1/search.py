@@ -159,7 +159,7 @@ def _brief(t) -> dict:
         if "involuntary_switches" in t.extra else {})
 
 
-def _retime_unsound(settle: list[Attempt], run_one, say) -> bool:
+def retime_unsound(settle: list[Attempt], run_one, say) -> bool:
     """Take each wide-spread or disturbed timing of ``settle`` once more (verified again, in a
     new child) and keep the better (``_quality``); the first is kept in ``extra["retimed"]``.
     True where any timing changed."""
@@ -353,7 +353,7 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
         # 2.1 times: DISTURBED_SWITCHES)
         settle = settle + [best] + [a for a in found if a is not best and _disturbed(a.timing)
                                     and a.timing.median_ms < 2 * best.timing.median_ms]
-    if device != "cpu" and _retime_unsound(settle, run_one, say):
+    if device != "cpu" and retime_unsound(settle, run_one, say):
         refs.update({a.candidate.origin.removeprefix("baseline:"): a.timing.median_ms
                      for a in base_ok})
         for a in attempts:
