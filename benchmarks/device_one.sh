@@ -15,7 +15,8 @@
 #                                 SKIP_CUDAL1=1: the baselines and torch.compile modes alone
 #   RECHECK=1 (RECHECK_IDS=...)   benchmarks/replay_recheck.py before the runner (RECHECK_S seconds,
 #                                 default 240): the replay winners accepted under older verifier
-#                                 rules, verified and timed again, one verification each
+#                                 rules, and the solutions timed while disturbed that could have
+#                                 won, verified and timed again, one verification each
 #   IDS=L1_40,... (AGAIN=1)       the KernelBench runner on those tasks (RUNNER=1: on every task
 #                                 without a record; RETRY=1 also reruns harness failures; STALE=1:
 #                                 the records that lack a candidate family the engine proposes

@@ -573,7 +573,8 @@ def test_replay_recheck_verifies_old_replay_winners_again_under_the_rules_now(tm
     verified again (benchmarks/replay_recheck.py, the real verifier on the CPU): a solution that
     returns another layout than the reference's (rejected since rules revision 2) leaves the
     replay figure to the built-in winner; an honest one keeps it; a record checked under the
-    current rules is not selected. The search's fields are kept as they were."""
+    current rules is not selected, unless the host disturbed its solution's timing where the
+    solution could have won (session 24's L3_31). The search's fields are kept as they were."""
     kb = _kb()
     import replay_recheck
     from torch_cudal1.verify import RULES
@@ -586,7 +587,9 @@ def test_replay_recheck_verifies_old_replay_winners_again_under_the_rules_now(tm
                                         "custom_code": (adv / name).read_text()}) + "\n"
                             for i, name in ((1, "layout_channels_last.py"),
                                             (2, "honest_channels_last.py"),
-                                            (3, "honest_channels_last.py"))))
+                                            (3, "honest_channels_last.py"),
+                                            (4, "honest_channels_last.py"),
+                                            (5, "honest_channels_last.py"))))
     out = tmp_path / "out"
     out.mkdir()
     eager = {"origin": "baseline:eager", "reason": "ok", "ms": 10.0, "spread_ms": 0.01, "n": 50}
@@ -595,17 +598,25 @@ def test_replay_recheck_verifies_old_replay_winners_again_under_the_rules_now(tm
            "replay_ms": 0.001, "replay_winner": "replay:r1s0",
            "replay_candidate": {"origin": "replay:r1s0", "accepted": True, "reason": "ok"}}
     now = dict(rec, id="L1_3", replay_candidate=dict(rec["replay_candidate"], rules=RULES))
+    # timed once while the host preempted the timing thread: 20 ms +-15 could have beaten 10 ms
+    shaken = dict(rec["replay_candidate"], rules=RULES, ms=20.0, spread_ms=15.0,
+                  host={"involuntary_switches": 211})
+    disturbed = dict(rec, id="L1_4", replay_ms=10.0, replay_winner="baseline:eager",
+                     replay_candidate=shaken)
+    hopeless = dict(disturbed, id="L1_5", replay_candidate=dict(shaken, ms=40.0))
     (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in (
-        dict(rec, id="L1_1"), dict(rec, id="L1_2"), now)))
+        dict(rec, id="L1_1"), dict(rec, id="L1_2"), now, disturbed, hopeless)))
     kb.write_markdown(list(kb.read_results(out / "results.jsonl").values()), {}, {},
                       out / "summary.md")
-    assert "Replay winners accepted under older verifier rules: 2 (L1_1 L1_2)" in \
-        (out / "summary.md").read_text()
+    summary = (out / "summary.md").read_text()
+    assert "Replay winners accepted under older verifier rules: 2 (L1_1 L1_2)" in summary
+    assert "could have won within it: 1 (L1_4)" in summary
 
     assert replay_recheck.main(["--data", str(data), "--out", str(out), "--device", "cpu",
                                 "--jobs", "1", "--total-tasks", "0"]) == 0
     lines = (out / "results.jsonl").read_text().splitlines()
-    assert len(lines) == 5   # L1_3 was checked under the current rules: not again
+    # L1_3 was checked under the current rules, and L1_5 could not have won: not again
+    assert len(lines) == 8 and {json.loads(x)["id"] for x in lines[5:]} == {"L1_1", "L1_2", "L1_4"}
     latest = kb.read_results(out / "results.jsonl")
     bad, good = latest["L1_1"], latest["L1_2"]
     assert bad["replay_candidate"]["reason"] == "stride" and not bad["replay_candidate"]["accepted"]
@@ -617,3 +628,5 @@ def test_replay_recheck_verifies_old_replay_winners_again_under_the_rules_now(tm
         assert r["replay_rechecked"]["before"] == {"replay_ms": 0.001, "replay_winner": "replay:r1s0"}
         assert (r["seconds"], r["attempts"], r["builtin_ms"]) == (42.0, [eager], 10.0)
     assert not any(kb.replay_under_older_rules(r) for r in latest.values())
+    again = latest["L1_4"]["replay_candidate"]
+    assert again["accepted"] and again["ms"] != 20.0 and again["rules"] == RULES
