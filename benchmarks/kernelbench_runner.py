@@ -479,9 +479,9 @@ def write_markdown(records: list[dict], summary: dict, ceilings: dict, path: Pat
     shaken = [r["id"] for r in records if r.get("status") == "ok" and replay_disturbed(r)]
     if shaken:
         L += ["", f"CUDA-L1 solutions timed once while the host disturbed the timing, or with a "
-              f"wide spread, that could have won within it: {len(shaken)} ({' '.join(shaken)}). The replay "
-              "figure counts them at that time until `benchmarks/replay_recheck.py` times them "
-              "again."]
+              f"wide spread, that could have won within it: {len(shaken)} ({' '.join(shaken)}). "
+              "The replay figure counts them at that time until `benchmarks/replay_recheck.py` "
+              "times them again."]
     L += ["",
           "| task | eager ms | inductor ms | cudal1 builtin ms | winner | cudal1 replay ms | replay verdict "
           "| floor ms | of roofline |", "|---|---|---|---|---|---|---|---|---|"]

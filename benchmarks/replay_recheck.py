@@ -10,7 +10,8 @@ reference's). A task's whole search would take minutes; this takes one verificat
 Without ``--ids``: every task whose latest record's replay winner is the CUDA-L1 solution,
 verified under an older revision of the rules, and every task whose accepted solution was timed
 once while the host disturbed it where, within its spread, it could have won
-(``kernelbench_runner.replay_disturbed``; session 24: L3_31's, 7.23 ms +-5.83 against 1.52). Each appends a record to ``results.jsonl``: the
+(``kernelbench_runner.replay_disturbed``; session 24: L3_31's, 7.23 ms +-5.83 against 1.52),
+that timing taken once more where it is so again. Each appends a record to ``results.jsonl``: the
 task's latest, its search and baselines untouched, with the replay fields replaced
 (``replay_candidate.rules``, ``replay_rechecked``). The solution's new time is set against the
 search's recorded times, which were taken in an earlier run.
@@ -53,6 +54,7 @@ def recheck(row: dict, rec: dict, args) -> dict:
     task = Task(source=row["ref_code"], name=row["id"])
     cand = kb.replay_candidate(row, task, args.data, args.device)
     opts = Options.resolve({"engine": "builtin"})
+
     def again(c, record=False):
         return Attempt(c, *evaluate(task, c, device=args.device, trials=3, timeout_s=300.0,
                                     pair_reference=opts.pairs_reference(args.device)))
