@@ -57,6 +57,30 @@ def test_the_kernel_agrees_with_float64_attention_where_tf32_is_allowed():
     assert len(errs) == 7 and all(1e-5 < e < 1e-3 for e in errs), errs
 
 
+def test_values_beyond_fp16s_range_keep_float32s():
+    """The second product runs in fp16 on values scaled per column by a power of two: columns
+    of 1e30 (fp16 overflows at 65504) and of 1e-30 (it flushes below 6e-8) come out each within
+    TF32's error of float64, as do columns of zeros; an infinity stays one."""
+    out = run_triton_interpreted("""
+        import torch
+        from torch_cudal1.templates import attention_tf32 as m
+        torch.manual_seed(0)
+        q, k = torch.randn(2, 2, 24, 16), torch.randn(2, 2, 40, 16)
+        v = torch.randn(2, 2, 40, 4) * torch.tensor([1e30, 1e-30, 1.0, 0.0])
+        y = torch.ops.cudal1.attention_tf32(q, k, v, None, None, False, [0, 1, 2, 3])
+        ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double())
+        for c in range(3):
+            print(((y[..., c].double() - ref[..., c]).norm() / ref[..., c].norm()).item())
+        print(int(y[..., 3].abs().max().item() == 0))
+        v[0, 0, 5, 2] = float("inf")
+        y = torch.ops.cudal1.attention_tf32(q, k, v, None, None, False, [0, 1, 2, 3])
+        print(int(y[0, 0, :, 2].isinf().all().item()), int(y[0, 0, :, 0].isfinite().all().item()))
+    """)
+    *errs, zeros, inf, finite = [float(x) for x in out.split()]
+    assert all(1e-6 < e < 1e-3 for e in errs), errs
+    assert zeros == 1 and inf == 1 and finite == 1
+
+
 def test_inputs_are_rounded_to_the_nearest_tf32_value():
     """A tensor core truncates the float32 it is fed; the kernel rounds first: every value lands
     on a TF32 value (13 low mantissa bits clear) no farther than either TF32 neighbour, infinities
@@ -275,8 +299,8 @@ def test_the_kernel_compiles_for_hopper_with_a_tile_that_fits():
     from torch_cudal1.templates import attention_tf32 as template
     forward = template._kernel()
     consts = {"E_P2", "EV_P2", "CAUSAL", "HAS_MASK", "BLOCK_M", "BLOCK_N"}
-    sig = {n: "constexpr" if n in consts else "*fp32" if n.endswith("_ptr")
-           else "fp32" if n == "scale" else "i32" for n in forward.arg_names}
+    sig = {n: "constexpr" if n in consts else "*fp16" if n == "v_ptr" else "*fp32"
+           if n.endswith("_ptr") else "fp32" if n == "scale" else "i32" for n in forward.arg_names}
     for head, masked in ((32, False), (128, True)):
         fits = []
         for m, n, warps, stages in template.CONFIGS:

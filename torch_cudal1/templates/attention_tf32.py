@@ -5,9 +5,10 @@ only half precisions, so float32 ``scaled_dot_product_attention`` runs the memor
 kernel on SIMT units (KernelBench L3_31 on an H200: 10.6 ms at best, where CUDA-L1's answer
 casts to fp16 for FlashAttention and takes 1.5 ms, with fp16's range). This kernel is the
 flash-attention forward pass (an online softmax over blocks of keys, the L x L scores never
-stored) with both products in TF32: float32's range, inputs rounded to nearest at 10 mantissa
-bits like cuBLAS's TF32 matrix products (``engines/builtin/tf32.py``), softmax and accumulators in
-float32. The kernel itself is ``attention_tf32_kernel.py``.
+stored) with both products at TF32's precision and float32's range: inputs rounded to nearest at
+10 mantissa bits like cuBLAS's TF32 matrix products (``engines/builtin/tf32.py``), the second one
+in fp16 on values scaled by powers of two, softmax and accumulators in float32. The kernel and
+why: ``attention_tf32_kernel.py``.
 
 Where it runs (on the GPU, or under Triton's interpreter, for shapes it takes) it always rounds
 its products to TF32, whatever the matmul precision setting: a graph holds it only where the
@@ -87,6 +88,16 @@ def _empty(shape, order, like: torch.Tensor) -> torch.Tensor:
                                                                for d in range(len(shape))])
 
 
+def _half_values(v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``v`` (B, H, S, EV) in fp16 after dividing each column of each head by a power of two that
+    puts its largest magnitude under 2^15 (exact, and within fp16's range), and those divisors
+    (B, H, 1, EV) float32. A column of zeros, or one holding an infinity or NaN, is not scaled."""
+    amax = v.abs().amax(dim=2, keepdim=True)
+    v_scale = torch.exp2(torch.frexp(amax).exponent.to(torch.float32) - 15)
+    v_scale = torch.where(amax.isfinite() & (amax > 0), v_scale, torch.ones_like(v_scale))
+    return (v / v_scale).to(torch.float16), v_scale
+
+
 def _run(q, k, v, mask, scale: float, causal: bool, order) -> torch.Tensor:
     global _KERNEL
     import triton
@@ -105,8 +116,10 @@ def _run(q, k, v, mask, scale: float, causal: bool, order) -> torch.Tensor:
     m4 = mask if mask is not None else q4
     if out.numel():
         e_p2, ev_p2 = (max(16, triton.next_power_of_2(d)) for d in (E, EV))
-        args = (q4, k4, v4, m4, o4, float(scale), H, L, S, *q4.stride(), *k4.stride(),
-                *v4.stride(), *m4.stride(), *o4.stride(), E, EV)
+        v16, v_scale = _half_values(v4)
+        args = (q4, k4, v16, v_scale, m4, o4, float(scale), H, L, S, *q4.stride(), *k4.stride(),
+                *v16.stride(), v_scale.stride(0), v_scale.stride(1), v_scale.stride(3),
+                *m4.stride(), *o4.stride(), E, EV)
         consts = dict(E_P2=e_p2, EV_P2=ev_p2, CAUSAL=causal, HAS_MASK=mask is not None)
         plain, tuned = _KERNEL
         if q.is_cuda:

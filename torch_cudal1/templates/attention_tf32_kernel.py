@@ -1,11 +1,16 @@
 """The Triton kernel of ``attention_tf32`` (imported only where it runs: it needs Triton).
 
-Each product's inputs are rounded to TF32 here, to nearest, before ``tl.dot``: a tensor core fed
-float32 registers ignores their 13 low mantissa bits (truncation, biased toward zero). Truncated,
-the kernel was 1.7e-3 from float64 on a 16384-key sequence on an H200, three times fp16
-FlashAttention's error (session 24, ``benchmarks/attention_bench.py``); rounded, each product's
-inputs carry at most half a TF32 ulp of error, as cuBLAS's TF32 matmuls do. The softmax weights
-are summed after their rounding, so the weights the second product uses still sum to one.
+Both products take inputs with TF32's precision, 10 mantissa bits rounded to nearest:
+
+- Scores: q and k rounded to TF32 here before ``tl.dot``. A tensor core fed float32 registers
+  ignores their 13 low mantissa bits (truncation, biased toward zero): so truncated, the kernel
+  was 1.7e-3 from float64 on a 16384-key sequence on an H200, three times fp16 FlashAttention's
+  error (session 24, ``benchmarks/attention_bench.py``).
+- Weights times values: in fp16, which has the same 10 bits and twice TF32's tensor-core rate,
+  and can feed the tensor core from registers (a TF32 operand goes through shared memory). The
+  weights lie in [0, 1]; the values come in scaled per column of each head by a power of two
+  (``attention_tf32._half_values``), their largest under 2^15, and the output is scaled back:
+  float32's range kept, only values under 2^-29 of their column's largest lose bits.
 """
 import triton
 import triton.language as tl
@@ -44,17 +49,18 @@ def _keys(q, m_i, l_i, acc, start, rows, e, ev, k_ptr, v_ptr, m_ptr, L, S, E, EV
         s = tl.where(keep, s, float("-inf"))
     m_new = tl.maximum(m_i, tl.max(s, 1))
     m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)   # a row with no key yet
-    p = round_tf32(tl.math.exp2(s - m_safe[:, None]))
+    p = tl.math.exp2(s - m_safe[:, None])
     alpha = tl.math.exp2(m_i - m_safe)
     l_i = l_i * alpha + tl.sum(p, 1)
+    # the weights (in [0, 1]) and the scaled values in fp16: 10 mantissa bits, rounded to nearest
     v = tl.load(v_ptr + cols[:, None] * svs + ev[None, :] * sve, mask=v_in, other=0.0)
-    acc = acc * alpha[:, None] + tl.dot(p, round_tf32(v), input_precision="tf32")
+    acc = acc * alpha[:, None] + tl.dot(p.to(tl.float16), v)
     return m_new, l_i, acc
 
 
 @triton.jit
-def forward(q_ptr, k_ptr, v_ptr, m_ptr, o_ptr, scale, H, L, S,
-            sqb, sqh, sql, sqe, skb, skh, sks, ske, svb, svh, svs, sve,
+def forward(q_ptr, k_ptr, v_ptr, vs_ptr, m_ptr, o_ptr, scale, H, L, S,
+            sqb, sqh, sql, sqe, skb, skh, sks, ske, svb, svh, svs, sve, svsb, svsh, svse,
             smb, smh, sml, sms, sob, soh, sol, soe,
             E, EV, E_P2: tl.constexpr, EV_P2: tl.constexpr, CAUSAL: tl.constexpr,
             HAS_MASK: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
@@ -87,6 +93,7 @@ def forward(q_ptr, k_ptr, v_ptr, m_ptr, o_ptr, scale, H, L, S,
     for start in range(inner, end, BLOCK_N):
         m_i, l_i, acc = _keys(q, m_i, l_i, acc, start, rows, e, ev, k_ptr, v_ptr, m_ptr, L, S, E,
                               EV, sks, ske, svs, sve, sml, sms, CAUSAL, HAS_MASK, True, BLOCK_N)
-    out = acc / l_i[:, None]
+    v_scale = tl.load(vs_ptr + b * svsb + h * svsh + ev * svse, mask=ev < EV, other=1.0)
+    out = acc * (v_scale[None, :] / l_i[:, None])
     tl.store(o_ptr + rows[:, None] * sol + ev[None, :] * soe, out,
              mask=(rows[:, None] < L) & (ev[None, :] < EV))
