@@ -59,17 +59,18 @@ def test_the_kernel_agrees_with_float64_attention_where_tf32_is_allowed():
 
 def test_values_beyond_fp16s_range_keep_float32s():
     """The second product runs in fp16 on values scaled per column by a power of two: columns
-    of 1e30 (fp16 overflows at 65504) and of 1e-30 (it flushes below 6e-8) come out each within
-    TF32's error of float64, as do columns of zeros; an infinity stays one."""
+    of 1e30 (fp16 overflows at 65504), of 1e-30 (it flushes below 6e-8) and of float32's
+    subnormals come out each within TF32's error of float64; a column of zeros stays zeros, and
+    an infinity stays one."""
     out = run_triton_interpreted("""
         import torch
         from torch_cudal1.templates import attention_tf32 as m
         torch.manual_seed(0)
         q, k = torch.randn(2, 2, 24, 16), torch.randn(2, 2, 40, 16)
-        v = torch.randn(2, 2, 40, 4) * torch.tensor([1e30, 1e-30, 1.0, 0.0])
+        v = torch.randn(2, 2, 40, 5) * torch.tensor([1e30, 1e-30, 1.0, 0.0, 1e-39])   # subnormals
         y = torch.ops.cudal1.attention_tf32(q, k, v, None, None, False, [0, 1, 2, 3])
         ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double())
-        for c in range(3):
+        for c in (0, 1, 2, 4):
             print(((y[..., c].double() - ref[..., c]).norm() / ref[..., c].norm()).item())
         print(int(y[..., 3].abs().max().item() == 0))
         v[0, 0, 5, 2] = float("inf")

@@ -91,10 +91,12 @@ def _empty(shape, order, like: torch.Tensor) -> torch.Tensor:
 def _half_values(v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``v`` (B, H, S, EV) in fp16 after dividing each column of each head by a power of two that
     puts its largest magnitude under 2^15 (exact, and within fp16's range), and those divisors
-    (B, H, 1, EV) float32. A column of zeros, or one holding an infinity or NaN, is not scaled."""
-    amax = v.abs().amax(dim=2, keepdim=True)
-    v_scale = torch.exp2(torch.frexp(amax).exponent.to(torch.float32) - 15)
-    v_scale = torch.where(amax.isfinite() & (amax > 0), v_scale, torch.ones_like(v_scale))
+    (B, H, 1, EV) float32. A column of zeros, or one holding an infinity or NaN, is not scaled;
+    one of subnormals is scaled up by 2^126 at most (a divisor stays a normal float32)."""
+    amax = torch.linalg.vector_norm(v, float("inf"), dim=2, keepdim=True)
+    exponent = (torch.frexp(amax).exponent - 15).clamp_(min=-126)   # amax < 2^frexp's exponent
+    v_scale = torch.where(amax.isfinite() & (amax > 0), torch.exp2(exponent.to(torch.float32)),
+                          1.0)
     return (v / v_scale).to(torch.float16), v_scale
 
 
