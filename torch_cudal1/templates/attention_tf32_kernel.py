@@ -7,9 +7,10 @@ Both products take inputs with TF32's precision, 10 mantissa bits rounded to nea
   was 1.7e-3 from float64 on a 16384-key sequence on an H200, three times fp16 FlashAttention's
   error (session 24, ``benchmarks/attention_bench.py``).
 - Weights times values: in fp16, which has the same 10 bits, twice TF32's tensor-core rate and
-  half its bytes per value in shared memory. The weights lie in [0, 1]; the values come in scaled per column of each head by a power of two
-  (``attention_tf32._half_values``), their largest under 2^15, and the output is scaled back:
-  float32's range kept, only values under 2^-29 of their column's largest lose bits.
+  half its bytes per value in shared memory. The weights lie in [0, 1]; the values come in
+  scaled per column of each head by a power of two (``attention_tf32._half_values``), their
+  largest under 2^15, and the output is scaled back: float32's range kept, only values under
+  2^-29 of their column's largest lose bits.
 """
 import triton
 import triton.language as tl
