@@ -1,8 +1,8 @@
 """Where the time of the built-in engine's candidates goes, kernel by kernel: for KernelBench tasks,
 the baselines (eager, inductor) and each first-round candidate whose origin holds ``--match``,
-run under torch.profiler after warm-up. Per candidate: its time per call (triton.testing.do_bench on a
-GPU) and its kernels by device time per call, as a markdown table (printed, and written with
-JSON under --out). Trusted code only: the engine's own candidates and the tasks' references.
+run under torch.profiler after warm-up. Per candidate: its time per call (triton.testing.do_bench
+on a GPU) and its kernels by device time per call, as a markdown table (printed, and written
+with JSON under --out). Trusted code only: the engine's own candidates and the tasks' references.
 
     PYTHONPATH=. python3 benchmarks/profile_candidates.py --ids L3_31 --match attention_tf32 \\
         --out benchmarks/results/h200/profile
