@@ -291,25 +291,21 @@ def run_task(row: dict, args, ceilings: dict, budget_s: float | None = None) -> 
         rec["replay_ms"] = w.timing.median_ms   # without the solution: the built-in winner
         rec["replay_winner"] = w.candidate.origin
         if replay is not None:
-            verdict, timing = replay.result()
-            if verdict.reason in ("memory", "timeout"):
+            def alone(c, record=False):   # the solution verified again, the search done
+                return Attempt(c, *evaluate(task, c, device=args.device, trials=opts.trials,
+                                            timeout_s=child_s,
+                                            pair_reference=opts.pairs_reference(args.device)))
+            solution = Attempt(cand, *replay.result())
+            if solution.verdict.reason in ("memory", "timeout"):
                 # out of device memory or time beside the search's children (its timings wait
                 # for theirs): a property of the crowd, not of the solution; once more, alone
-                verdict, timing = evaluate(task, cand, device=args.device, trials=opts.trials,
-                                           timeout_s=child_s,
-                                           pair_reference=opts.pairs_reference(args.device))
-            if verdict.accepted and timing is not None and args.device != "cpu":
-                # a timing the host disturbed or that spread wide, taken once more now that the
-                # search is done, by the search's rule for its own best (session 24: L3_31's
-                # solution, 1.52 ms before, 7.23 ms +-5.83 with 211 preemptions of the timing
-                # thread beside two other tasks)
-                def again(c, record=False):
-                    return Attempt(c, *evaluate(task, c, device=args.device, trials=opts.trials,
-                                                timeout_s=child_s,
-                                                pair_reference=opts.pairs_reference(args.device)))
-                solution = Attempt(cand, verdict, timing)
-                search.retime_unsound([solution], again, lines.append)
-                timing = solution.timing
+                solution = alone(cand)
+            if solution.verdict.accepted and solution.timing is not None and args.device != "cpu":
+                # a timing the host disturbed or that spread wide, taken once more, by the
+                # search's rule for its own best (session 24: L3_31's solution, 1.52 ms before,
+                # 7.23 ms +-5.83 with 211 preemptions of the timing thread beside two other tasks)
+                search.retime_unsound([solution], alone, lines.append)
+            verdict, timing = solution.verdict, solution.timing
             base = min((a for a in res.attempts if a.candidate.origin.startswith("baseline:")
                         and a.verdict.accepted and a.timing), key=lambda a: a.timing.median_ms)
             rec.update(replay_fields(rec, cand, verdict, timing, base))
