@@ -53,6 +53,7 @@ from .compare import check_real_tensor, compare, flatten_outputs, pieces  # noqa
 from .errors import classify_exception  # noqa: E402
 from .runner import CANDIDATE_FILE, REAL_INPUTS_FILE, REQUEST_FILE, RESULT_FILE  # noqa: E402
 from .canary import Canary  # noqa: E402
+from .float64_trust import distrust  # noqa: E402
 from .references import References  # noqa: E402
 from .state import ModuleState  # noqa: E402
 from ..bench.device_lock import DeviceLock  # noqa: E402
@@ -385,6 +386,9 @@ class Harness:
             self.canary.take()
         if self.canary.off:   # its calls moved state that cannot be put back: as constructed again
             self._build_reference(init)
+        self.hi_dropped = distrust(self.canary.native, self.canary.hi)
+        if self.hi_dropped:   # decided before any candidate code runs (float64_trust.py)
+            self.ref_hi = self.canary.hi = None
         self.reached = guards.reach(self.task)   # its operators are loaded now
         self.phases["reference_s"] = self._since(t_ref)   # built, canary taken
         t0 = self._clock()
@@ -527,7 +531,9 @@ class Harness:
         return {"verdict": Verdict.ok(f"{len(draws)} input draws match; anti-caching checks pass",
                                       rel_error=self.worst, trials=len(draws),
                                       references="kept" if expected.keep else "recomputed",
-                                      reference="float64" if self.ref_hi is not None else "native",
+                                      reference="float64" if self.ref_hi is not None else
+                                      "native" + (f" (float64 copy dropped: {self.hi_dropped})"
+                                                  if self.hi_dropped else ""),
                                       checker="native" if self.checker is not None else "python",
                                       stateful=self.stateful,
                                       canary=f"off: {self.canary.off}" if self.canary.off
