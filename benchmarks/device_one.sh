@@ -13,6 +13,7 @@
 #                                 kills its process keeps the others), FIRST_S seconds for them all;
 #                                 MAX_AUTOTUNE=1 / REDUCE_OVERHEAD=1 / PLAIN=1 as in device_x2.sh;
 #                                 SKIP_CUDAL1=1: the baselines and torch.compile modes alone
+#                                 BATCH=N: every model's batch (default 32)
 #   RECHECK=1 (RECHECK_IDS=...)   benchmarks/replay_recheck.py before the runner (RECHECK_S seconds,
 #                                 default 240): the replay winners accepted under older verifier
 #                                 rules, and the solutions timed while disturbed that could have
@@ -98,7 +99,7 @@ if [ -n "${MODELS:-}" ]; then
     n=${item//:/_}; mkdir -p $d/$n; load $n
     CUDAL1_TIMING_CPUS=$T CUDAL1_WORK_CPUS=$WORK CUDAL1_NATIVE=0 timeout $(( end - SECONDS )) \
       taskset -c $T,$WORK python3 benchmarks/real_models.py --models $item --dtypes ${DTYPES:-bf16,fp32} \
-      ${MAX_AUTOTUNE:+--max-autotune} ${REDUCE_OVERHEAD:+--reduce-overhead} ${PLAIN:+--plain} ${SKIP_CUDAL1:+--skip-cudal1} \
+      ${MAX_AUTOTUNE:+--max-autotune} ${REDUCE_OVERHEAD:+--reduce-overhead} ${PLAIN:+--plain} ${SKIP_CUDAL1:+--skip-cudal1} ${BATCH:+--batch $BATCH} \
       --out $d/$n > $d/$n/stdout.log 2>&1
     [ -f $d/real_models.md ] || head -2 $d/$n/real_models.md > $d/real_models.md 2>/dev/null
     tail -n +3 $d/$n/real_models.md >> $d/real_models.md 2>/dev/null

@@ -1,7 +1,8 @@
 """Real architectures end to end: eager, inductor (default, reduce-overhead, max-autotune), cudal1.
 
     PYTHONPATH=. python3 benchmarks/real_models.py [--models resnet18,bert,gpt2:bf16] [--dtypes fp32,bf16]
-        [--reduce-overhead] [--max-autotune] [--plain] [--small] [--impl auto|library|plain] [--out DIR]
+        [--reduce-overhead] [--max-autotune] [--plain] [--small] [--batch N] [--impl auto|library|plain]
+        [--out DIR]
 
 Inference with a server-like batch, random weights built from configs (no downloads). The models
 are torchvision's / transformers' modules where those are installed, else the plain-PyTorch copies
@@ -38,12 +39,17 @@ LIBRARY = {"resnet18": "torchvision", "bert": "transformers", "gpt2": "transform
 PLAIN = "plain-torch"
 
 
+BATCH: int | None = None   # --batch: the batch of every model instead of its default
+
+
 def sizes(small: bool) -> dict:
-    """The architectures' sizes: the real ones (BERT-base / GPT-2 small), or tiny for a CPU smoke run."""
+    """The architectures' sizes: the real ones (BERT-base / GPT-2 small), or tiny for a CPU smoke
+    run; ``BATCH`` (``--batch``) replaces the batch (a latency-bound server's 1, say)."""
+    batch = BATCH or (2 if small else 32)
     return {"hidden": 128 if small else 768, "heads": 4 if small else 12,
             "intermediate": 256 if small else 3072,          # BERT; GPT-2's MLP is 4 * hidden
-            "image": 64 if small else 224, "image_batch": 2 if small else 32,
-            "batch": 2 if small else 32, "seq": 16 if small else 128}
+            "image": 64 if small else 224, "image_batch": batch, "batch": batch,
+            "seq": 16 if small else 128}
 
 
 def library_model(name: str, small: bool):
@@ -250,7 +256,8 @@ def trees_in_child(name: str, dtype_name: str, impl: str, args) -> dict:
         return {}
     cmd = [sys.executable, __file__, "--child-trees", ",".join(modes), "--model", name,
            "--dtype", dtype_name, "--device", args.device, "--rounds", str(args.rounds),
-           "--impl", "plain" if impl == PLAIN else "library"] + (["--small"] if args.small else [])
+           "--impl", "plain" if impl == PLAIN else "library"] + (["--small"] if args.small else []) \
+        + (["--batch", str(args.batch)] if args.batch else [])
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=900,
                        env=dict(os.environ, PYTHONPATH=str(ROOT)))
     try:
@@ -317,6 +324,7 @@ def run_one(name: str, dtype_name: str, args) -> dict | None:
                "--cache", cache, "--device", args.device, "--rounds", str(args.rounds),
                "--impl", "plain" if impl == PLAIN else "library"] + (["--small"] if args.small else []) \
             + (["--no-cudnn-sdp"] if args.no_cudnn_sdp else []) \
+            + (["--batch", str(args.batch)] if args.batch else []) \
             + [f"--{f.replace('_', '-')}" for f in TREES_MODES if getattr(args, f)]
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
@@ -456,6 +464,7 @@ def main(argv=None) -> int:
                     help="torch.backends.cuda.enable_cudnn_sdp(False): attention by flash / "
                          "efficient kernels only (pytorch/pytorch#169849: cuDNN attention and streams)")
     ap.add_argument("--small", action="store_true", help="tiny shapes (a CPU smoke run)")
+    ap.add_argument("--batch", type=int, help="every model's batch (default 32; 2 with --small)")
     ap.add_argument("--impl", choices=("auto", "library", "plain"), default="auto",
                     help="auto: the library's module where installed, else the plain-PyTorch copy "
                          "(benchmarks/real_archs.py); library: skip a model whose library is missing; "
@@ -467,6 +476,8 @@ def main(argv=None) -> int:
     ap.add_argument("--dtype", help=argparse.SUPPRESS)
     ap.add_argument("--cache", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    global BATCH
+    BATCH = args.batch
     stamp_cudal1_log()
     if args.no_cudnn_sdp:
         torch.backends.cuda.enable_cudnn_sdp(False)
