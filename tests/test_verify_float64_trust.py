@@ -1,7 +1,6 @@
 """A float64 copy that is no higher-precision answer is dropped before any candidate runs.
-Session 25: a transformers BERT layer traced in bf16 on the H200 calls the attention kernel ATen
-picked for bf16; its float64 copy answered one input with a relative error of 0.68 against its
-own earlier answer, so the canary rejected even the eager baseline as tampering. Kept, such a
+Session 25: the float64 copy of a transformers BERT layer traced in bf16 on the H200 answered
+one input with a relative error of 0.68 against its own earlier answer, so the canary rejected even the eager baseline as tampering. Kept, such a
 copy would also loosen every tolerance (it grows with the native reference's error against it)."""
 import torch
 

@@ -1,10 +1,10 @@
 """Whether the reference's float64 copy can be trusted as the higher-precision answer.
 
-``model.double()`` is not always the same computation in more precision. A graph traced on a GPU
-calls the attention kernel ATen picked for its dtype (``_scaled_dot_product_cudnn_attention``,
-``_flash_attention``, ...); fed float64, such an op may return numbers that are no answer at all
-(session 25: a transformers BERT layer in bf16 on the H200, whose float64 copy answered one input
-with a relative error of 0.68 against itself from one call to the next). The compare's tolerance
+``model.double()`` is not always the same computation in more precision: a graph traced on a
+GPU may call a kernel ATen picked for its dtype (a fused attention kernel, most likely), which fed
+float64 need not give a sound answer. Session 25: a transformers BERT layer traced in bf16 on the
+H200, whose float64 copy answered one input with a relative error of 0.68 against itself from one
+call to the next (which op did it was not isolated). The compare's tolerance
 grows with the native reference's own error against the float64 copy (``SLACK * native's``), so a
 copy like that would loosen every check, and the canary would call its drift tampering. The
 decision is made once, on the canary's draw, before any candidate code runs, so a candidate cannot
