@@ -215,7 +215,10 @@ print(json.dumps({{"errs": errs, "stats": torch_cudal1.stats()}}))
     redis_server.proc.wait(10)
     assert max(out["errs"]) < 1e-5
     assert out["stats"].get("searches") == 3 and not out["stats"].get("fallbacks")
-    assert out["_stderr"].count("disabled for this process") == 1, out["_stderr"]
+    # One line when the tier went off (never back: the server is dead), one at exit for the two
+    # uploads that waited for it; the exit did not wait for a server that is off.
+    assert out["_stderr"].count(" off: ") == 1, out["_stderr"]
+    assert "exiting with 2 upload(s) not done" in out["_stderr"], out["_stderr"]
     store = CacheStore(cache)
     assert len(store.keys()) == 3
     assert all(store.load(k) is not None for k in store.keys())   # every local entry is sound
@@ -283,15 +286,18 @@ def test_commit_does_not_wait_for_the_network(tmp_path, redis_server):
     assert redis_server.client().get(remote_mod.index_name(key)) is not None
 
 
-def test_unreachable_or_hung_remote_disables_the_tier_once(tmp_path, redis_server, cudal1_warnings):
+def test_unreachable_or_hung_remote_trips_the_breaker_once(tmp_path, redis_server,
+                                                          cudal1_warnings):
     # A port nobody listens on.
     dead = TieredStore(tmp_path / "a", _fresh_tier(f"redis://127.0.0.1:{_free_port()}/0", 1.0))
     assert dead.load("0" * 32) is None and dead.load("1" * 32) is None
     key = _entry(dead, "g-dead")                              # local commits still work
-    assert dead.remote.flush(10) and dead.load(key) is not None
-    assert sum("disabled for this process" in w for w in cudal1_warnings) == 1
+    assert dead.load(key) is not None
+    assert not dead.remote.flush(10)          # at once: the upload waits for the server
+    assert dead.remote.pending == 1
+    assert sum(" off: " in w for w in cudal1_warnings) == 1
 
-    # A server that accepts but never answers: bounded by remote_timeout_s, then disabled.
+    # A server that accepts but never answers: bounded by remote_timeout_s, then off.
     hung = TieredStore(tmp_path / "b", _fresh_tier(redis_server.url, 0.5))
     os.kill(redis_server.proc.pid, signal.SIGSTOP)
     try:
@@ -299,10 +305,47 @@ def test_unreachable_or_hung_remote_disables_the_tier_once(tmp_path, redis_serve
         assert hung.load("2" * 32) is None
         assert hung.load("3" * 32) is None
         assert time.monotonic() - t0 < 3.0      # one timeout, no client-side retries
+        assert not hung.remote.enabled
     finally:
         os.kill(redis_server.proc.pid, signal.SIGCONT)
-    assert not hung.remote.enabled
-    assert sum("disabled for this process" in w for w in cudal1_warnings) == 2   # one per tier
+    assert sum(" off: " in w for w in cudal1_warnings) == 2   # one per tier
+
+
+def test_the_tier_heals_when_a_stalled_server_answers_again(tmp_path, redis_server,
+                                                            cudal1_warnings):
+    """A real redis-server SIGSTOPped (a stall), then SIGCONTed: the breaker opens on the first
+    timeout, lookups miss at once while it is open, uploads wait, and within 30 s of the server
+    answering the tier is back: the waiting upload goes out and remote entries are served."""
+    tier = _fresh_tier(redis_server.url, 1.0)
+    a = TieredStore(tmp_path / "a", tier)
+    b = TieredStore(tmp_path / "b", tier)
+    before = _entry(a, "g-before")
+    assert tier.flush(30)
+    os.kill(redis_server.proc.pid, signal.SIGSTOP)
+    try:
+        assert b.load(before) is None                        # the stall trips the breaker
+        assert tier.breaker.is_open and not tier.enabled
+        t0 = time.monotonic()
+        assert b.load(before) is None                        # open: no network, no wait
+        assert time.monotonic() - t0 < 0.5
+        during = _entry(a, "g-during")                       # committed locally, upload waits
+        assert not tier.flush(5) and tier.pending == 1
+        time.sleep(3.0)                                      # a few failed probes
+    finally:
+        os.kill(redis_server.proc.pid, signal.SIGCONT)
+    t0 = time.monotonic()
+    while not tier.enabled and time.monotonic() - t0 < 30:
+        time.sleep(0.1)
+    assert tier.enabled, f"the tier did not come back within 30 s: {cudal1_warnings}"
+    assert tier.flush(30)
+    r = redis_server.client()
+    assert r.get(remote_mod.index_name(during)) is not None   # the upload that waited went out
+    assert b.load(before) is not None and b.load(during) is not None   # served from Redis again
+    assert tier.breaker.opened == 1 and tier.breaker.closed_count == 1
+    off = [w for w in cudal1_warnings if " off: " in w]
+    back = [w for w in cudal1_warnings if " back after " in w]
+    assert len(off) == 1 and len(back) == 1, cudal1_warnings
+    assert "Timeout" in off[0] and redis_server.url.split("//")[1].split("/")[0] in back[0]
 
 
 def test_store_for_uses_the_tier_only_when_configured(tmp_path):

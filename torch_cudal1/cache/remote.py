@@ -12,19 +12,23 @@ checked against the index, and the unpacked entry goes through the local store's
 can write to the server can write a self-consistent entry. With a shared ``remote_secret`` every
 index carries an HMAC of (key, blob hash), and entries without a valid one are rejected.
 
-The tier is shared by every store of one process (``tier_for``): an unreachable server disables it
-for the process with ONE warning, and no compile ever fails because of it. Writes run on one
-background thread; ``flush`` waits for them (the process's exit waits too, bounded).
+The tier is shared by every store of one process (``tier_for``) and no compile ever fails because
+of it. A server that stops answering trips a circuit breaker (``breaker.Breaker``): lookups miss
+at once, uploads stay queued, one line says the tier is off; a background probe closes it again
+when the server answers (one line), and the queued uploads go out. Only what cannot heal (no
+``redis`` package, a malformed URL) disables the tier for the process. Writes run on one
+background thread; ``flush`` waits for them (the process's exit waits too, bounded, and not at
+all while the breaker is open).
 """
 from __future__ import annotations
 
 import atexit
+import collections
 import gzip
 import hashlib
 import hmac
 import io
 import json
-import queue
 import socket
 import tarfile
 import threading
@@ -106,55 +110,84 @@ def _redis_errors():
 class RemoteTier:
     """One Redis server, as this process sees it. Use ``tier_for(url)`` to share it."""
 
+    MAX_QUEUED = 1000     # uploads kept while the server is off; beyond that the oldest are dropped
+
     def __init__(self, url: str, timeout_s: float = 5.0, secret: str | None = None):
+        from .breaker import Breaker
         self.url = url
         self.timeout_s = float(timeout_s)
         self._secret = secret.encode() if secret else None
-        self.disabled: str | None = None   # why, once disabled
+        self.disabled: str | None = None   # why, once disabled for good (cannot heal)
         self._client = None
         self._lock = threading.Lock()
-        self._queue: queue.Queue = queue.Queue()
+        self._queue: collections.deque = collections.deque()
         self._pending = 0
         self._idle = threading.Condition(self._lock)
         self._thread: threading.Thread | None = None
-        self.stats = {"pushed": 0, "push_failed": 0, "fetched": 0, "rejected": 0}
+        self._rejected: set = set()        # (key, blob sha256) refused once: not fetched again
+        self.breaker = Breaker(f"remote cache {redact_url(url)}", self._probe, self._reset_client)
+        self.stats = {"pushed": 0, "push_failed": 0, "fetched": 0, "rejected": 0, "dropped": 0}
 
     # -- state ----------------------------------------------------------------------------------
     @property
     def enabled(self) -> bool:
-        return self.disabled is None
+        """True when lookups and uploads may go to the server now."""
+        return self.disabled is None and not self.breaker.is_open
 
     def disable(self, why: str) -> None:
-        """Turn the tier off for this process; the first call warns, later ones are silent."""
+        """Turn the tier off for good (a missing package, a malformed URL); warns once."""
         with self._lock:
             if self.disabled is not None:
                 return
             self.disabled = why
+            self._idle.notify_all()
         logger.warning("remote cache %s disabled for this process: %s (the local cache keeps "
-                       "working)", _redact(self.url), why)
+                       "working)", redact_url(self.url), why)
+
+    def _new_client(self):
+        import redis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+        # No client-side retries: remote_timeout_s is the whole bound of one operation.
+        return redis.Redis.from_url(self.url, socket_connect_timeout=self.timeout_s,
+                                    socket_timeout=self.timeout_s, retry=Retry(NoBackoff(), 0))
 
     def client(self):
         if self._client is None:
             try:
-                import redis
+                import redis  # noqa: F401
             except ImportError:
                 self.disable("the 'redis' package is not installed (pip install 'torch_cudal1[redis]'"
                              " or pip install redis)")
                 raise ConnectionError(self.disabled) from None
-            from redis.backoff import NoBackoff
-            from redis.retry import Retry
             try:
-                # No client-side retries: remote_timeout_s is the whole bound of one operation.
-                self._client = redis.Redis.from_url(
-                    self.url, socket_connect_timeout=self.timeout_s,
-                    socket_timeout=self.timeout_s, retry=Retry(NoBackoff(), 0))
+                self._client = self._new_client()
             except ValueError as e:
                 self.disable(f"invalid URL ({e})")
                 raise ConnectionError(self.disabled) from None
         return self._client
 
+    def _probe(self) -> bool:
+        """Does the server answer a PING now? (The breaker's background probe; its own client,
+        so that no connection of the serving path is touched.)"""
+        probe = self._new_client()
+        try:
+            return bool(probe.ping())
+        finally:
+            probe.close()
+
+    def _reset_client(self) -> None:
+        # Connections of the pool may have died with the server (or hold a half-read answer):
+        # start from fresh ones once it is back.
+        old, self._client = self._client, None
+        if old is not None:
+            try:
+                old.close()
+            except Exception:  # noqa: BLE001 - closing a dead connection
+                pass
+
     def _call(self, what: str, fn):
-        """Run ``fn(client)``; None (and the tier disabled, or one warning) on failure."""
+        """Run ``fn(client)``; None on failure (the breaker tripped, or one warning)."""
         if not self.enabled:
             return None
         try:
@@ -163,9 +196,9 @@ class RemoteTier:
             try:
                 return fn(client)
             except fatal as e:
-                self.disable(f"{what} failed: {type(e).__name__}: {e}")
+                self.breaker.trip(f"{what} failed: {type(e).__name__}: {e}")
             except other as e:
-                logger.warning("remote cache %s: %s failed: %s", _redact(self.url), what, e)
+                logger.warning("remote cache %s: %s failed: %s", redact_url(self.url), what, e)
         except ConnectionError:   # no client (redis missing, bad URL): disabled with its reason
             pass
         return None
@@ -184,20 +217,25 @@ class RemoteTier:
             logger.warning("remote cache: index of %s is unreadable (%s); ignored", key, e)
             return None
 
+    def has(self, key: str) -> bool:
+        """Whether the server holds an index for ``key`` (nothing is fetched)."""
+        return self.index(key) is not None
+
     def fetch(self, key: str) -> tuple[bytes, dict] | None:
-        """The blob of ``key`` whose sha256 matches its index, or None (miss or rejected)."""
+        """The blob of ``key`` whose sha256 matches its index, or None (miss or rejected). A blob
+        rejected once (here or after install) is not fetched again by this process."""
         info = self.index(key)
-        if info is None:
+        if info is None or (key, info["blob"]) in self._rejected:
             return None
         blob = self._call(f"reading the blob of {key}", lambda c: c.get(blob_name(info["blob"])))
         if blob is None:
             return None
         if hashlib.sha256(blob).hexdigest() != info["blob"]:
-            self.reject(key, "blob content does not match its sha256")
+            self.reject(key, "blob content does not match its sha256", info["blob"])
             return None
         if self._secret is not None and not hmac.compare_digest(
                 str(info.get("sig", "")), self._sign(key, info["blob"])):
-            self.reject(key, "not signed with this remote_secret")
+            self.reject(key, "not signed with this remote_secret", info["blob"])
             return None
         self.stats["fetched"] += 1
         return blob, info
@@ -205,7 +243,12 @@ class RemoteTier:
     def _sign(self, key: str, digest: str) -> str:
         return hmac.new(self._secret, f"{key}:{digest}".encode(), hashlib.sha256).hexdigest()
 
-    def reject(self, key: str, why: str) -> None:
+    def reject(self, key: str, why: str, digest: str | None = None) -> None:
+        """Refuse the blob ``digest`` of ``key`` for the rest of the process, with one warning."""
+        if digest is not None:
+            if (key, digest) in self._rejected:
+                return
+            self._rejected.add((key, digest))
         self.stats["rejected"] += 1
         logger.warning("remote cache entry %s rejected (%s); not installed, searching instead",
                        key, why)
@@ -235,45 +278,71 @@ class RemoteTier:
         return ok
 
     def push(self, key: str, directory: Path, info: dict | None = None) -> None:
-        """Queue ``directory`` (a committed, immutable entry) for upload; returns at once."""
-        if not self.enabled:
+        """Queue ``directory`` (a committed, immutable entry) for upload; returns at once. While
+        the breaker is open the upload waits in the queue (bounded) for the server to answer."""
+        if self.disabled is not None:
             return
         with self._lock:
+            if len(self._queue) >= self.MAX_QUEUED:
+                self._queue.popleft()
+                self._pending -= 1
+                self.stats["dropped"] += 1
+            self._queue.append((key, Path(directory), info))
             self._pending += 1
+            self._idle.notify_all()
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="cudal1-remote-push",
                                                 daemon=True)
                 self._thread.start()
-        self._queue.put((key, Path(directory), info))
+
+    def _next(self):
+        with self._lock:
+            while not self._queue:
+                self._idle.wait()
+            return self._queue.popleft()     # still counted in _pending until _done
+
+    def _done(self) -> None:
+        with self._lock:
+            self._pending -= 1
+            self._idle.notify_all()
 
     def _run(self) -> None:
         while True:
-            key, directory, info = self._queue.get()
+            key, directory, info = self._next()
             try:
-                if self.enabled:
-                    self.put(key, pack(directory), info)
+                blob = pack(directory)
             except Exception as e:  # noqa: BLE001 - an entry removed meanwhile, a full disk...
                 self.stats["push_failed"] += 1
                 logger.warning("remote cache: could not upload %s (%s: %s)", key,
                                type(e).__name__, e)
-            finally:
-                with self._lock:
-                    self._pending -= 1
-                    self._idle.notify_all()
+                self._done()
+                continue
+            while self.disabled is None:
+                self.breaker.wait_closed()
+                if self.put(key, blob, info) or not self.breaker.is_open:
+                    break           # uploaded, or refused by the server for this entry only
+            self._done()
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait until every queued push is done (or ``timeout``); True when none is left."""
+        """Wait until every queued push is done; True when none is left. Returns False at once
+        while the breaker is open (the server is off: the uploads wait for it) or on timeout."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._lock:
             while self._pending:
+                if self.disabled is not None or self.breaker.is_open:
+                    return False
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
                     return False
-                self._idle.wait(left)
+                self._idle.wait(0.2 if left is None else min(left, 0.2))
         return True
 
+    @property
+    def pending(self) -> int:
+        return self._pending
 
-def _redact(url: str) -> str:
+
+def redact_url(url: str) -> str:
     """The URL without a password, for messages."""
     if "@" in url and "://" in url:
         scheme, rest = url.split("://", 1)
@@ -303,11 +372,14 @@ def flush_all(timeout: float | None = None) -> bool:
 
 @atexit.register
 def _flush_at_exit() -> None:
-    # Pushes run on a daemon thread: give them a bounded chance to finish before the process ends.
+    # Pushes run on a daemon thread: give them a bounded chance to finish before the process ends
+    # (none while the server is off: waiting for it would only delay the exit).
     if _TIERS and not flush_all(EXIT_FLUSH_S):
-        logger.warning("remote cache: exiting with uploads still pending; they are lost (the "
-                       "local cache has the entries)")
+        with _TIERS_LOCK:
+            left = sum(t.pending for t in _TIERS.values())
+        logger.warning("remote cache: exiting with %d upload(s) not done; they are lost (the "
+                       "local cache has the entries)", left)
 
 
-__all__ = ["BadBlob", "RemoteTier", "blob_name", "flush_all", "index_name", "pack", "tier_for",
-           "unpack"]
+__all__ = ["BadBlob", "RemoteTier", "blob_name", "flush_all", "index_name", "pack", "redact_url",
+           "tier_for", "unpack"]

@@ -55,6 +55,14 @@ class CacheEntry:
     key: str
     path: Path
     meta: dict
+    source: str = "local"     # "remote" when this lookup installed it from the remote tier
+
+    @property
+    def foreign(self) -> dict | None:
+        """Where an entry made on another machine came from (a bundle, the remote tier), or None
+        for one made here. Set by whoever installed it, never taken from the entry's producer."""
+        got = self.meta.get("imported")
+        return got if isinstance(got, dict) and got else None
 
     @property
     def winner_source(self) -> str:

@@ -8,13 +8,15 @@ locally first, then upload in the background: the caller never waits for the net
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 from .key import cache_key
-from .remote import BadBlob, RemoteTier, tier_for, unpack
-from .store import CacheEntry, CacheStore, CorruptEntry
+from .remote import BadBlob, RemoteTier, redact_url, tier_for, unpack
+from .store import META, CacheEntry, CacheStore, CorruptEntry
 
 
 class TieredStore(CacheStore):
@@ -43,24 +45,36 @@ class TieredStore(CacheStore):
         if entry is not None or not self.remote.enabled or self.entry_path(key).exists():
             return entry
         got = self.remote.fetch(key)
-        if got is None or not self._install(key, got[0]):
+        if got is None or not self._install(key, *got):
             return None
         from ..runtime import STATS
         STATS["remote_hits"] += 1
-        return super().load(key, *args, **kwargs)
+        entry = super().load(key, *args, **kwargs)
+        if entry is not None:
+            entry.source = "remote"
+        return entry
 
-    def _install(self, key: str, blob: bytes) -> bool:
+    def _install(self, key: str, blob: bytes, info: dict | None = None) -> bool:
         staging = self.new_staging(key)
         try:
             unpack(blob, staging)
             meta = self.check_staged(key, staging)
+            # Made on another machine: checked against its test vectors before its first use
+            # here (cache/foreign.py). The mark is ours, whatever the blob's metadata said.
+            meta["imported"] = {"from": redact_url(self.remote.url), "via": "remote",
+                                "at": time.time(), "blob": (info or {}).get("blob"),
+                                "host": (info or {}).get("host"),
+                                "created_at_source": meta.get("created")}
+            tmp = staging / (META + ".tmp")
+            tmp.write_text(json.dumps(meta, indent=1, sort_keys=True, default=str))
+            os.replace(tmp, staging / META)
             os.rename(staging, self.entry_path(key))   # atomic: readers see all of it or nothing
             index = getattr(self, "_index", None)      # the local store's graph -> keys index
             if index is not None:
                 index(key, meta)
             return True
         except (BadBlob, CorruptEntry) as e:
-            self.remote.reject(key, str(e))
+            self.remote.reject(key, str(e), (info or {}).get("blob"))
             return False
         except OSError:
             # Another process installed (or committed) the same key first: theirs is as good.
