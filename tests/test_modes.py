@@ -72,18 +72,60 @@ def test_async_worker_process_then_cache_only_and_trust(tmp_path):
     assert r["stats"].get("cache_hits") == 1            # trust_cache_dir=True: served
 
 
-def test_async_job_files_hold_no_secrets(tmp_path):
+SECRETS = {"api_key": "sekret-token", "remote_secret": "hmac-key-123",
+           "remote_cache": "redis://:redis-password@127.0.0.1:1/0"}
+
+
+def test_async_job_files_hold_no_secrets_and_are_private(tmp_path):
     import json
+    import stat
 
     import torch
 
     from torch_cudal1 import worker
     from torch_cudal1.options import Options
     from torch_cudal1.task import Task
-    opts = Options.resolve({"api_key": "sekret-token", "cache_dir": str(tmp_path)}, env={})
+    opts = Options.resolve(dict(SECRETS, cache_dir=str(tmp_path)), env={})
     job = worker.write_job(CacheStore(tmp_path), "k" * 32, {"graph": "g"}, Task("x = 1", name="t"),
                            "cpu", opts, [torch.ones(2), 3])
-    text = "".join(p.read_text(errors="ignore") for p in job.iterdir() if p.suffix != ".safetensors")
-    assert "sekret-token" not in text
+    text = "".join(p.read_bytes().decode(errors="ignore") for p in job.iterdir())
+    assert not any(v in text or "redis-password" in text for v in SECRETS.values())
     assert json.loads((job / "job.json").read_text())["scalars"] == {"1": 3}
-    assert worker.secret_env(opts) == {"CUDAL1_API_KEY": "sekret-token"}
+    for d in (job, job.parent):                                   # the job and the jobs root
+        assert stat.S_IMODE(d.stat().st_mode) == 0o700, oct(d.stat().st_mode)
+    assert worker.secret_env(opts) == {f"CUDAL1_{k.upper()}": v for k, v in SECRETS.items()}
+    # The worker gets them back from its environment, as options.
+    env = worker.secret_env(opts)
+    back = Options.resolve({k: v for k, v in json.loads((job / "job.json").read_text())["options"]
+                            .items() if k in Options.keys()}, env=env)
+    assert all(getattr(back, k) == v for k, v in SECRETS.items())
+
+
+FAILING_ASYNC = MODEL + """
+from torch_cudal1 import worker
+# Every baseline times out in the verifier: the background search fails and caches nothing.
+opts = dict(base, mode="async", verify_timeout_s=0.01, remote_secret="hmac-key-123")
+c = torch.compile(m, backend="cudal1", options=opts)
+with torch.no_grad():
+    first = (c(x) - m(x)).abs().max().item()
+    idle = worker.wait_background(timeout=400)
+    later = (c(x) - m(x)).abs().max().item()
+jobs = os.path.join(os.environ["CUDAL1_CACHE_DIR"], "v1", "jobs")
+print(json.dumps({"first": first, "later": later, "idle": idle, "jobs_left": os.listdir(jobs),
+                  "stats": torch_cudal1.stats()}))
+"""
+
+
+def test_a_failed_background_search_leaves_no_job_dir_but_its_log(tmp_path):
+    import re
+    r = run_python(FAILING_ASYNC, env={"CUDAL1_CACHE_DIR": str(tmp_path)})
+    assert r["idle"] and r["first"] < 1e-5 and r["later"] < 1e-5       # the fallback, throughout
+    assert r["jobs_left"] == [] and not r["stats"].get("async_swaps")
+    (line,) = [ln for ln in r["_stderr"].splitlines() if "did not cache a winner" in ln]
+    log = re.search(r"Log: (\S+)", line).group(1)
+    assert os.path.dirname(log) == str(tmp_path / "logs") and os.path.exists(log), line
+    assert "no baseline passed verification" in open(log).read()
+    # The secret never reached a file of the cache dir.
+    for p in tmp_path.rglob("*"):
+        if p.is_file():
+            assert b"hmac-key-123" not in p.read_bytes(), p

@@ -276,14 +276,12 @@ class GraphRunner:
                 return
             self._swap(signature, self._from_entry(entry, device, hit=False), key)
             STATS["async_swaps"] += 1
-            if result.get("status") in ("stored", "exists"):
-                import shutil
-                shutil.rmtree(job, ignore_errors=True)
 
         STATS["async_jobs"] += 1
         logger.info("cache miss for %s in async mode: serving the %s fallback; a background worker "
                     "searches (job %s)", key, self.options.fallback, job)
-        worker.submit(job, done, env=worker.secret_env(self.options))
+        worker.submit(job, done, env=worker.secret_env(self.options),
+                      log_dir=self.options.cache_path / "logs")
         return _Deferred(self)
 
 

@@ -20,6 +20,9 @@ def default_cache_dir() -> str:
     return os.path.join(base, "torch_cudal1")
 
 
+SECRET = {"secret": True}   # dataclass field metadata of options that never touch the disk
+
+
 def auto_on_gpu(setting: str, device: str, applies: bool = True) -> bool:
     """An ``auto | on | off`` option: ``auto`` is on on a GPU where what it is for ``applies``."""
     if setting == "auto":
@@ -65,7 +68,7 @@ class Options:
     trust_cache_dir: bool = False     # load code from a cache dir not owned by this user (env CUDAL1_TRUST_CACHE_DIR=1)
     # -- LLM engines (openai / vllm / replay) --------------------------------------------------
     api_key: str | None = field(      # bearer token for the server; env CUDAL1_API_KEY or OPENAI_API_KEY
-        default_factory=lambda: os.environ.get("OPENAI_API_KEY") or None)
+        default_factory=lambda: os.environ.get("OPENAI_API_KEY") or None, metadata=SECRET)
     request_timeout_s: float = 600.0  # read timeout of one completion request
     connect_timeout_s: float = 10.0   # connect timeout (and readiness probe)
     retries: int = 3                  # retries on connection errors, 429 and 5xx (with backoff)
@@ -77,13 +80,21 @@ class Options:
     record_file: str | None = None    # record every engine request/response as a replay transcript
     gpu_memory_utilization: float = 0.5  # in-process vLLM: share of GPU memory it may take
     # -- shared cache tier across machines -----------------------------------------------------
-    remote_cache: str | None = None   # e.g. redis://127.0.0.1:6379/0: read after the local dir, written after it
+    remote_cache: str | None = field(  # e.g. redis://127.0.0.1:6379/0 (a password may be in it): read after the local dir, written after it
+        default=None, metadata=SECRET)
     remote_timeout_s: float = 5.0     # connect/read timeout of one remote-cache operation
-    remote_secret: str | None = None  # shared key: sign uploads, reject unsigned remote entries (env CUDAL1_REMOTE_SECRET)
+    remote_secret: str | None = field(  # shared key: sign uploads, reject unsigned remote entries (env CUDAL1_REMOTE_SECRET)
+        default=None, metadata=SECRET)
 
     @classmethod
     def keys(cls) -> list[str]:
         return [f.name for f in dataclasses.fields(cls)]
+
+    @classmethod
+    def secret_keys(cls) -> list[str]:
+        """Options that must never be written to disk (tokens, keys, URLs that may hold a
+        password): a child process gets them in its environment instead."""
+        return [f.name for f in dataclasses.fields(cls) if f.metadata.get("secret")]
 
     @classmethod
     def resolve(cls, options: dict | None = None, env: dict | None = None) -> "Options":

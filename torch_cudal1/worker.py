@@ -10,7 +10,11 @@ exits, loads the entry and swaps the winner into the graph runner for later call
 
 Job directory: ``task.py`` (+ ``inputs.safetensors``), ``real.safetensors`` (the real inputs,
 for the entry's test vectors, when small enough), ``job.json`` ({key, fields, device, options,
-task_name, scalars}), and after the run ``worker.log`` and ``result.json``.
+task_name, scalars, server_pid}), and after the run ``worker.log`` and ``result.json``. It is
+private to the user (0700: it holds the user's real inputs) and holds no secret: options such as
+``api_key`` or ``remote_secret`` reach the worker in its environment only. The launcher removes
+it when the worker exits, whatever the outcome (a failed search's log is kept under
+``<cache>/logs/``); a worker whose server is gone removes it itself.
 """
 from __future__ import annotations
 
@@ -26,7 +30,6 @@ import time
 import uuid
 from pathlib import Path
 
-SECRETS = ("api_key",)
 JOB = "job.json"
 RESULT = "result.json"
 REAL = "real.safetensors"
@@ -37,8 +40,9 @@ LOG = "worker.log"
 def write_job(store, key: str, fields: dict, task, device: str, options, inputs: list) -> Path:
     """Write everything the worker needs into a fresh job directory; return it."""
     jobs = store.root / "jobs"
-    jobs.mkdir(parents=True, exist_ok=True)
+    _private_dir(jobs)
     d = jobs / f"{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+    _private_dir(d)
     task.write(d)
     tensors, scalars = {}, {}
     for i, x in enumerate(inputs):
@@ -51,13 +55,25 @@ def write_job(store, key: str, fields: dict, task, device: str, options, inputs:
         from safetensors.torch import save_file
         save_file(tensors, str(d / REAL))
     opts = dict(dataclasses.asdict(options), mode="search")
-    for secret in SECRETS:     # never written to disk: passed to the worker in its environment
+    for secret in _secrets():  # never written to disk: passed to the worker in its environment
         opts.pop(secret, None)
     (d / JOB).write_text(json.dumps({"key": key, "fields": fields, "device": device,
                                      "options": opts, "task_name": task.name,
-                                     "n_inputs": len(inputs), "scalars": scalars},
+                                     "n_inputs": len(inputs), "scalars": scalars,
+                                     "server_pid": os.getpid()},
                                     default=str))
     return d
+
+
+def _private_dir(d: Path) -> None:
+    """``d`` (and missing parents) created, and ``d`` itself readable by this user only."""
+    d.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(d, 0o700)     # mkdir's mode is masked by the umask, and the dir may exist already
+
+
+def _secrets() -> list[str]:
+    from .options import Options
+    return Options.secret_keys()
 
 
 @dataclasses.dataclass
@@ -65,6 +81,7 @@ class _Job:
     directory: Path
     on_done: object          # callable(result: dict) run in the launcher thread
     env: dict | None = None  # extra environment of the worker (secrets)
+    log_dir: Path | None = None   # where a failed job's log is kept once its dir is removed
 
 
 _QUEUE: "queue.Queue[_Job]" = queue.Queue()
@@ -76,16 +93,19 @@ _IDLE = threading.Condition()
 
 def secret_env(options) -> dict:
     """The options that must not be written into a job file, as CUDAL1_* variables."""
-    return {f"CUDAL1_{k.upper()}": str(getattr(options, k)) for k in SECRETS
+    return {f"CUDAL1_{k.upper()}": str(getattr(options, k)) for k in _secrets()
             if getattr(options, k, None)}
 
 
-def submit(directory: Path, on_done, env: dict | None = None) -> None:
-    """Queue a job; the launcher thread runs one worker process at a time."""
+def submit(directory: Path, on_done, env: dict | None = None,
+           log_dir: str | os.PathLike | None = None) -> None:
+    """Queue a job; the launcher thread runs one worker process at a time. When it exits, its
+    directory is removed (a failed job's ``worker.log`` moves to ``log_dir`` first) and
+    ``on_done(result)`` runs; ``result["log"]`` names the kept log."""
     global _LAUNCHER
     with _IDLE:
         _ACTIVE["n"] += 1
-    _QUEUE.put(_Job(Path(directory), on_done, env))
+    _QUEUE.put(_Job(Path(directory), on_done, env, Path(log_dir) if log_dir else None))
     with _LAUNCHER_LOCK:
         if _LAUNCHER is None or not _LAUNCHER.is_alive():
             _LAUNCHER = threading.Thread(target=_launch_loop, name="cudal1-worker-launcher",
@@ -110,7 +130,8 @@ def _launch_loop() -> None:
     while True:
         job = _QUEUE.get()
         try:
-            result = run_job_process(job.directory, env=job.env)
+            result = retire(job.directory, run_job_process(job.directory, env=job.env),
+                            job.log_dir)
             job.on_done(result)
         except Exception as e:  # noqa: BLE001 - one job's failure must not stop the others
             from .log import logger
@@ -141,6 +162,25 @@ def run_job_process(directory: Path, timeout: float | None = None, env: dict | N
     return result
 
 
+def retire(directory: Path, result: dict, log_dir: Path | None = None) -> dict:
+    """Remove a finished job's directory (it holds the user's real inputs). A job that did not
+    store an entry keeps its log: moved to ``log_dir/<job>.log``, named in ``result["log"]``."""
+    directory = Path(directory)
+    log = directory / LOG
+    if result.get("status") not in ("stored", "exists") and log_dir is not None and log.exists():
+        try:
+            log_dir.mkdir(parents=True, exist_ok=True)
+            kept = log_dir / f"{directory.name}.log"
+            shutil.move(str(log), kept)
+            result = dict(result, log=str(kept))
+        except OSError:
+            pass
+    elif result.get("status") in ("stored", "exists"):
+        result = dict(result, log=None)
+    shutil.rmtree(directory, ignore_errors=True)
+    return result
+
+
 def _child_env(extra: dict | None = None) -> dict:
     env = dict(os.environ, **(extra or {}))
     # The worker must import this very package, also when it is not installed.
@@ -162,7 +202,7 @@ def run_job(directory: Path) -> dict:
     from .task import Task
 
     job = json.loads((directory / JOB).read_text())
-    secrets = {f"CUDAL1_{k.upper()}": os.environ[f"CUDAL1_{k.upper()}"] for k in SECRETS
+    secrets = {f"CUDAL1_{k.upper()}": os.environ[f"CUDAL1_{k.upper()}"] for k in _secrets()
                if os.environ.get(f"CUDAL1_{k.upper()}")}
     opts = Options.resolve({k: v for k, v in job["options"].items() if k in Options.keys()},
                            env=secrets)
@@ -254,7 +294,19 @@ def main(argv: list[str] | None = None) -> int:
     tmp = directory / (RESULT + ".tmp")
     tmp.write_text(json.dumps(result, default=str))
     os.replace(tmp, directory / RESULT)
+    if not _server_alive(directory):
+        # Nobody will read the result: the job's data (the user's real inputs) goes now.
+        shutil.rmtree(directory, ignore_errors=True)
     return 0 if result.get("status") in ("stored", "exists") else 1
+
+
+def _server_alive(directory: Path) -> bool:
+    from .procutil import pid_alive
+    try:
+        pid = int(json.loads((directory / JOB).read_text()).get("server_pid") or 0)
+    except (OSError, ValueError, TypeError):
+        return True
+    return pid <= 0 or pid_alive(pid)
 
 
 if __name__ == "__main__":
