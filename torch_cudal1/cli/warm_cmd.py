@@ -241,7 +241,10 @@ def run(args) -> int:
     todo = [u for u in units if args.force or not journal.done(u)]
     if args.ray is not None:
         from ..distributed import ray_warm
-        results = ray_warm.run_cli(args, options, device, units=todo)
+        try:
+            results = ray_warm.run_cli(args, options, device, units=todo)
+        except ray_warm.RayWarmError as e:
+            raise UsageError(str(e)) from None
         for unit, result in zip(todo, results):
             if not result.get("error"):
                 journal.record(unit, result)

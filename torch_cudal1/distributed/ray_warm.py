@@ -20,13 +20,61 @@ DEFAULT_MAX_RETRIES = 3
 UPLOAD_WAIT_S = 300.0     # how long a task waits for its entries to reach the remote tier
 
 
+class RayWarmError(RuntimeError):
+    """Ray warming cannot start (no ray package, no cluster at the address, a refused token):
+    one line that says what to do."""
+
+
 def _import_ray():
     try:
         import ray
     except ImportError:
-        raise RuntimeError("Ray warming needs the 'ray' package: pip install 'torch_cudal1[ray]' "
+        raise RayWarmError("Ray warming needs the 'ray' package: pip install 'torch_cudal1[ray]' "
                            "(or pip install 'ray[default]')") from None
     return ray
+
+
+def token_available(env=None) -> bool:
+    """Whether a Ray authentication token is at hand where Ray looks for one (``RAY_AUTH_TOKEN``,
+    the file ``RAY_AUTH_TOKEN_PATH``, or ``~/.ray/auth_token``)."""
+    env = os.environ if env is None else env
+    if env.get("RAY_AUTH_TOKEN"):
+        return True
+    path = env.get("RAY_AUTH_TOKEN_PATH") or os.path.join(os.path.expanduser("~"), ".ray",
+                                                           "auth_token")
+    try:
+        return os.path.getsize(path) > 0
+    except OSError:
+        return False
+
+
+def prepare_auth(address: str | None) -> str | None:
+    """Joining a running cluster: clusters started by ``ray start`` (Ray 2.52 and later) ask for
+    a token by default, and a driver that does not send one is refused. Unless the user chose a
+    mode (``RAY_AUTH_MODE``), send the token when one is at hand. Returns the mode set, if any."""
+    if address in (None, "local") or os.environ.get("RAY_AUTH_MODE") or not token_available():
+        return None
+    os.environ["RAY_AUTH_MODE"] = "token"
+    return "token"
+
+
+def _init_error(address: str | None, e: BaseException) -> RayWarmError:
+    # Ray wraps the cause (ConnectionError <- RuntimeError <- AuthenticationError): read the chain.
+    chain, seen = [], e
+    while seen is not None and len(chain) < 10:
+        chain.append(f"{type(seen).__name__}: {seen}")
+        seen = seen.__cause__ or seen.__context__
+    text = "\n".join(chain)
+    where = f"the Ray cluster at {address}" if address else "the Ray cluster"
+    if any(s in text for s in ("InvalidAuthToken", "AuthenticationError", "Unauthenticated",
+                               "authentication token")):
+        mode = os.environ.get("RAY_AUTH_MODE") or "disabled"
+        return RayWarmError(
+            f"{where} refused this client's authentication (RAY_AUTH_MODE={mode}): give it the "
+            "cluster's token in RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH (`ray get-auth-token` on "
+            "the head node prints it), or start the cluster with RAY_AUTH_MODE=disabled")
+    return RayWarmError(f"cannot join {where}: {_last_line(e)} (is `ray start --head` running "
+                        "there, and is the address host:port of its GCS?)")
 
 
 def warm_task(unit, options: dict, device: str, kind: str | None) -> dict:
@@ -84,11 +132,16 @@ def run(recipe_path: str, address: str | None = None, options: dict | None = Non
     gpus = (1 if str(device).startswith("cuda") else 0) if gpus_per_task is None else gpus_per_task
     cpus = 1 if cpus_per_task is None else cpus_per_task
 
+    if address not in (None, "local"):
+        prepare_auth(address)     # before ray is imported: it reads RAY_AUTH_MODE then
     ray = _import_ray()
     started_here = not ray.is_initialized()
     if started_here:
         init = {"address": address} if address not in (None, "local") else {}
-        ray.init(**init, runtime_env=runtime_env, log_to_driver=True)
+        try:
+            ray.init(**init, runtime_env=runtime_env, log_to_driver=True)
+        except Exception as e:  # noqa: BLE001 - Ray raises many kinds; one line for the user
+            raise _init_error(address, e) from None
     try:
         task = ray.remote(warm_task)
         pending = {}
@@ -170,4 +223,5 @@ def run_cli(args, options: dict, device: str, units: list | None = None) -> list
                max_retries=getattr(args, "ray_max_retries", DEFAULT_MAX_RETRIES), units=units)
 
 
-__all__ = ["add_cli_arguments", "run", "run_cli", "warm_task"]
+__all__ = ["RayWarmError", "add_cli_arguments", "prepare_auth", "run", "run_cli",
+           "token_available", "warm_task"]
