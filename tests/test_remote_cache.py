@@ -402,3 +402,26 @@ def test_a_bad_url_disables_the_tier_not_the_compile(tmp_path, cudal1_warnings):
     store = TieredStore(tmp_path, _fresh_tier("http://not-redis:80/"))
     assert store.load("0" * 32) is None and not store.remote.enabled
     assert len(cudal1_warnings) == 1 and "invalid URL" in cudal1_warnings[0]
+
+
+def test_a_rejected_remote_entry_is_fetched_and_warned_about_once(tmp_path, redis_server,
+                                                                  cudal1_warnings):
+    tier = _fresh_tier(redis_server.url)
+    key = _entry(TieredStore(tmp_path / "a", tier), "g-once")
+    assert tier.flush(30)
+    r = redis_server.client()
+    digest = json.loads(r.get(remote_mod.index_name(key)))["blob"]
+    raw = bytearray(r.get(remote_mod.blob_name(digest)))
+    raw[len(raw) // 2] ^= 0xFF
+    r.set(remote_mod.blob_name(digest), bytes(raw))
+
+    def gets() -> int:
+        return int(r.info("commandstats").get("cmdstat_get", {}).get("calls", 0))
+    before = gets()
+    b = TieredStore(tmp_path / "b", tier)
+    for _ in range(3):             # a runner's lookup, its search's second lookup, a later one
+        assert b.load(key) is None
+    # three index reads, one blob read; one warning
+    assert gets() - before == 4
+    assert tier.stats["rejected"] == 1
+    assert sum(key in w and "rejected" in w for w in cudal1_warnings) == 1, cudal1_warnings

@@ -93,13 +93,13 @@ class GraphRunner:
             fields = key_fields(self.graph_id, input_metadata(full), device, opts.tf32)
             key = cache_key(fields)
             store = store_for(opts)
-            entry = store.load(key)
-            if entry is not None and not self._trusted(store, entry):
-                entry = None
+            if PEEK.active:        # `cudal1 cache explain`: record the key; load (or fetch) nothing
+                SEEN_KEYS.append({"key": key, "graph": self.graph_id, "device": device,
+                                  "hit": store.entry_path(key).is_dir(), "fields": fields})
+                return self.fallback()
+            entry = self._usable(store, store.load(key), device, full)
             SEEN_KEYS.append({"key": key, "graph": self.graph_id, "device": device,
                               "hit": entry is not None, "fields": fields})
-            if PEEK.active:        # `cudal1 cache explain`: record the key, load and search nothing
-                return self.fallback()
             if entry is not None:
                 store.touch(key)
                 return self._arbitrated(self._from_entry(entry, device), store, key, device, full)
@@ -142,6 +142,20 @@ class GraphRunner:
             logger.warning("arbiter failed for %s (%s: %s); serving the search's winner", key,
                            type(e).__name__, e)
             return impl
+
+    def _usable(self, store, entry, device: str, full: list):
+        """``entry`` when this process may serve it, else None: its dir is trusted, and an entry
+        made on another machine has passed its check here (cache/foreign.py), against this
+        graph's own answers."""
+        if entry is None or not self._trusted(store, entry):
+            return None
+        from .cache import foreign
+        if foreign.needs_check(store, entry):
+            ok, _ = foreign.check(store, entry, device, reference=self.gm, inputs=full,
+                                  timeout_s=self.options.verify_timeout_s)
+            if not ok:
+                return None
+        return entry
 
     def _trusted(self, store, entry) -> bool:
         """Entries are code: load them only from a directory this user owns, or when told to."""
@@ -187,8 +201,11 @@ class GraphRunner:
         forward = load_winner(entry, device)
         if hit:
             STATS["cache_hits"] += 1
-        logger.info("%s %s: %s (%s)", "cache hit" if hit else "cached", entry.key,
-                    entry.winner_origin, _speed(entry.meta.get("winner", {})))
+        what, where = "cache hit" if hit else "cached", ""
+        if entry.source == "remote":
+            what, where = "remote " + what, f" from {(entry.foreign or {}).get('from', '?')}"
+        logger.info("%s %s%s: %s (%s)", what, entry.key, where, entry.winner_origin,
+                    _speed(entry.meta.get("winner", {})))
         call = _as_tuple(forward)
         call.origin = entry.winner_origin   # for the arbiter's record of what it served
         call.search_ms = _search_times(entry.meta)   # for the arbiter's max-autotune trigger
@@ -207,8 +224,9 @@ class GraphRunner:
             if not _acquire(lock, opts.lock_timeout_s):
                 return self._lock_timed_out(store, key, device, full)
         try:
-            entry = store.load(key)   # another process may have finished while we waited
-            if entry is not None and self._trusted(store, entry):
+            # another process may have finished while we waited
+            entry = self._usable(store, store.load(key), device, full)
+            if entry is not None:
                 return self._from_entry(entry, device)
             try:
                 task = render_task(self.gm, full, name=f"graph_{self.graph_id[:12]}")
@@ -243,7 +261,8 @@ class GraphRunner:
             lock = store.lock(key)
             with lock:
                 entry = store.load(key)
-            if entry is not None and self._trusted(store, entry):
+            entry = self._usable(store, entry, device, full)
+            if entry is not None:
                 self._swap(signature, self._from_entry(entry, device, hit=False), key)
 
         threading.Thread(target=wait, name=f"cudal1-wait-{key[:8]}", daemon=True).start()
@@ -268,8 +287,8 @@ class GraphRunner:
         signature = _signature(full[: len(full) - len(self.consts)])
 
         def done(result: dict) -> None:
-            entry = store.load(key)
-            if entry is None or not self._trusted(store, entry):
+            entry = self._usable(store, store.load(key), device, full)
+            if entry is None:
                 logger.warning("background search for %s did not cache a winner (%s); keeping the "
                                "%s fallback. Log: %s", key, result.get("error") or result.get("status"),
                                self.options.fallback, result.get("log"))

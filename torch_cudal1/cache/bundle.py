@@ -134,8 +134,8 @@ def _import_one(store: CacheStore, src: Path, key: str, want: dict, bundle: str 
     staging = store.new_staging(key)
     shutil.rmtree(staging)
     shutil.copytree(src, staging, symlinks=False)
-    meta["imported"] = {"from": str(bundle), "at": time.time(), "hashes_checked": True,
-                        "created_at_source": meta.get("created")}
+    meta["imported"] = {"from": str(bundle), "via": "bundle", "at": time.time(),
+                        "hashes_checked": True, "created_at_source": meta.get("created")}
     if replace:
         store.remove(key)
     store.commit(key, staging, {k: v for k, v in meta.items()

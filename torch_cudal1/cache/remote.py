@@ -253,6 +253,11 @@ class RemoteTier:
         logger.warning("remote cache entry %s rejected (%s); not installed, searching instead",
                        key, why)
 
+    def forget(self, key: str, digest: str) -> None:
+        """Do not offer the blob ``digest`` of ``key`` again in this process (it was refused after
+        install, and said so)."""
+        self._rejected.add((key, digest))
+
     def keys(self) -> list[str]:
         prefix = index_name("")
         got = self._call("listing the index", lambda c: [

@@ -81,6 +81,10 @@ class CorruptEntry(Exception):
     pass
 
 
+class CacheDirError(OSError):
+    """The cache directory cannot be created or written (one line for the user)."""
+
+
 class CacheStore:
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root).expanduser() / f"v{CACHE_FORMAT}"
@@ -92,8 +96,27 @@ class CacheStore:
         self.graphs = self.root / "graphs"
 
     def _ensure(self) -> None:
-        for d in (self.entries, self.locks, self.tmp):
-            d.mkdir(parents=True, exist_ok=True)
+        try:
+            for d in (self.entries, self.locks, self.tmp):
+                d.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise CacheDirError(f"cache dir {self.root.parent} cannot be written "
+                                f"({e.strerror or type(e).__name__}: {e.filename or e}); "
+                                "set --cache-dir or CUDAL1_CACHE_DIR to a writable "
+                                "directory") from None
+
+    def ensure_writable(self) -> None:
+        """Create the store's directories and check that a file can be written there; raise
+        CacheDirError (one line) when not."""
+        self._ensure()
+        probe = self.tmp / f".probe.{os.getpid()}.{uuid.uuid4().hex[:6]}"
+        try:
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as e:
+            raise CacheDirError(f"cache dir {self.root.parent} cannot be written "
+                                f"({e.strerror or type(e).__name__}); set --cache-dir or "
+                                "CUDAL1_CACHE_DIR to a writable directory") from None
 
     def entry_path(self, key: str) -> Path:
         return self.entries / key
@@ -127,7 +150,18 @@ class CacheStore:
                 raise CorruptEntry(f"content hash mismatch ({bad[0][0] if bad else '?'})")
         return CacheEntry(key, path, meta)
 
-    def quarantine(self, key: str, why: str) -> None:
+    def problem(self, key: str) -> str | None:
+        """Why ``key``'s entry would be refused (unreadable, tampered), without moving it; None
+        when it is sound. For listings: ``load`` quarantines what this finds."""
+        try:
+            self._read(key, self.entry_path(key), True)
+            return None
+        except CorruptEntry as e:
+            return str(e)
+
+    def quarantine(self, key: str, why: str, quiet: bool = False) -> None:
+        """Move the entry out of the way (kept, with why, under ``quarantine/``); it is a miss
+        from now on. ``quiet``: the caller has said why already."""
         src = self.entry_path(key)
         self.quarantine_dir.mkdir(parents=True, exist_ok=True)
         dst = self.quarantine_dir / f"{key}-{int(time.time())}-{uuid.uuid4().hex[:6]}"
@@ -136,8 +170,10 @@ class CacheStore:
             (dst / "QUARANTINED").write_text(why + "\n")
         except OSError:
             shutil.rmtree(src, ignore_errors=True)
-        from ..log import logger
-        logger.warning("cache entry %s was corrupt (%s); quarantined and will be rebuilt", key, why)
+        if not quiet:
+            from ..log import logger
+            logger.warning("cache entry %s was corrupt (%s); quarantined and will be rebuilt", key,
+                           why)
 
     def keys(self) -> list[str]:
         if not self.entries.is_dir():
@@ -200,10 +236,11 @@ class CacheStore:
         return None
 
     # -- housekeeping ----------------------------------------------------------------------
-    def clean_stale(self, max_age_s: float | None = None) -> list[Path]:
+    def clean_stale(self, max_age_s: float | None = None, dry_run: bool = False) -> list[Path]:
         """Remove staging dirs left by dead writers (a ``kill -9`` mid-write) and half-removed
         entries. A dir of this host is stale when its pid is gone; of another host (shared
-        filesystem) when older than a day. ``max_age_s`` also removes anything older."""
+        filesystem) when older than a day. ``max_age_s`` also removes anything older.
+        ``dry_run``: only say which."""
         removed = []
         if not self.tmp.is_dir():
             return removed
@@ -223,7 +260,8 @@ class CacheStore:
                 else:
                     stale = age > STALE_FOREIGN_S
             if stale:
-                shutil.rmtree(d, ignore_errors=True)
+                if not dry_run:
+                    shutil.rmtree(d, ignore_errors=True)
                 removed.append(d)
         return removed
 
@@ -281,7 +319,8 @@ class CacheStore:
         doomed = self.tmp / f"rm.{key}.{uuid.uuid4().hex[:8]}"
         os.rename(path, doomed)
         shutil.rmtree(doomed, ignore_errors=True)
-        for p in [self.usage / key, *self.graphs.glob(f"*/{key}")]:
+        for p in [self.usage / key, self.root / "checked" / f"{key}.json",
+                  *self.graphs.glob(f"*/{key}")]:
             try:
                 p.unlink()
             except OSError:
@@ -298,4 +337,4 @@ def _staging_owner(name: str) -> tuple[int | None, str | None]:
     return int(parts[1]), host or None
 
 
-__all__ = ["CacheEntry", "CacheStore", "CorruptEntry", "Timeout"]
+__all__ = ["CacheDirError", "CacheEntry", "CacheStore", "CorruptEntry", "Timeout"]

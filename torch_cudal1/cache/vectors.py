@@ -1,64 +1,60 @@
-"""Checking an entry's stored test vectors (``vectors.safetensors``: the real inputs of the call
-that made the entry and the reference outputs) against its winner, in a child process.
+"""Running an entry's winner, exactly as serving loads it, on given inputs, in a child process.
 
-``python -m torch_cudal1.cache.vectors ENTRY_DIR DEVICE`` loads the winner exactly as serving
-does (prebuilt artefacts, no compiler), runs it on the stored inputs and compares with the stored
-outputs (``verify.compare`` tolerances). It prints one JSON line: {"status": "ok" | "mismatch" |
-"error", "detail"}. Cached code runs in that child, never in the calling process.
+An entry stores test vectors (``vectors.safetensors``: the real inputs of the call that made it
+and the reference's outputs). ``run_winner`` hands inputs to a child
+(``python -m torch_cudal1.cache.vectors WORKDIR``) that loads the winner as serving does (its
+prebuilt artefacts, no compiler for extensions) under the verifier's sandbox (``verify.sandbox``:
+audit hook, memory limit, its own session, killed with its parent) and gives back the outputs.
+The judging stays here: ``check_vectors`` compares them with the expected outputs in this process,
+which never imports the entry's code.
+
+Files of one run in WORKDIR: ``request.json`` ({entry, device}), ``inputs.safetensors``, and from
+the child ``outputs.safetensors`` and ``result.json`` (carrying a nonce the child read from its
+stdin before loading the winner, so that the winner cannot forge a result).
 """
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from .store import VECTORS
 
+REQUEST = "request.json"
+INPUTS = "inputs.safetensors"
+OUTPUTS = "outputs.safetensors"
+RESULT = "result.json"
+CPU_MEMORY_LIMIT_MB = 32768.0
 
-def check_vectors(entry_dir: str | Path, device: str, timeout_s: float = 600.0) -> dict:
-    """{"status": ok | absent | mismatch | error | timeout, "detail"}."""
+
+class WinnerRunError(Exception):
+    """The child gave no outputs (crash, timeout, a forbidden call, an exception)."""
+
+
+# -- stored vectors (data only: safetensors never runs code) ---------------------------------------
+def stored_vectors(entry_dir: str | Path, device: str = "cpu") -> tuple[list, list] | None:
+    """(inputs, outputs) stored with the entry, or None when it has none. Non-tensor inputs
+    (symbolic sizes) come from the key fields."""
+    import torch  # noqa: F401
+    from safetensors.torch import load_file
     entry_dir = Path(entry_dir)
     if not (entry_dir / VECTORS).exists():
-        return {"status": "absent", "detail": "no test vectors stored (inputs above capture_limit_mb)"}
-    from ..worker import _child_env
-    try:
-        proc = subprocess.run([sys.executable, "-m", "torch_cudal1.cache.vectors", str(entry_dir), device],
-                              capture_output=True, text=True, timeout=timeout_s, env=_child_env(),
-                              stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        return {"status": "timeout", "detail": f"no answer within {timeout_s:.0f} s"}
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    if not lines:
-        tail = (proc.stderr or "").strip().splitlines()[-3:]
-        return {"status": "error", "detail": f"child exited with {proc.returncode}: {' | '.join(tail)}"}
-    return json.loads(lines[-1])
-
-
-def _run(entry_dir: Path, device: str) -> dict:
-    import torch
-    from safetensors.torch import load_file
-
-    from ..runtime import instantiate
-    from ..verify.compare import compare
-    from .store import WINNER
-
+        return None
     vec = load_file(str(entry_dir / VECTORS))
-    inputs = [vec[f"input.{i}"].to(device) for i in range(len(vec)) if f"input.{i}" in vec]
     outputs = [vec[f"output.{i}"].to(device) for i in range(len(vec)) if f"output.{i}" in vec]
     if not outputs:
-        return {"status": "absent", "detail": "no outputs stored"}
+        return None
+    inputs = [vec[f"input.{i}"].to(device) for i in range(len(vec)) if f"input.{i}" in vec]
     meta = json.loads((entry_dir / "meta.json").read_text())
-    want = len(meta.get("fields", {}).get("inputs", []))
-    if len(inputs) != want:
-        # Non-tensor arguments (symbolic sizes) are not stored; take them from the key fields.
-        inputs = _with_scalars(meta["fields"]["inputs"], vec, device)
-    forward = instantiate((entry_dir / WINNER).read_text(), entry_dir, device, "cudal1_vectors_check")
-    with torch.no_grad():
-        got = forward(*inputs)
-    got = [got] if isinstance(got, torch.Tensor) else list(got)
-    reason, detail, _ = compare(outputs, got)
-    return {"status": "ok" if reason == "ok" else "mismatch", "reason": reason, "detail": detail}
+    specs = (meta.get("fields") or {}).get("inputs") or []
+    if len(inputs) != len(specs):
+        inputs = _with_scalars(specs, vec, device)
+    return inputs, outputs
 
 
 def _with_scalars(specs: list, vec: dict, device: str) -> list:
@@ -77,12 +73,161 @@ def _with_scalars(specs: list, vec: dict, device: str) -> list:
     return out
 
 
-def main(argv: list[str]) -> int:
+# -- the parent side ---------------------------------------------------------------------------------
+def _write_inputs(path: Path, inputs: list) -> None:
+    import torch
+    from safetensors.torch import save_file
+    tensors, scalars = {}, {}
+    for i, x in enumerate(inputs):
+        if isinstance(x, torch.Tensor):
+            tensors[f"input.{i}"] = x.detach().cpu().contiguous()
+        elif isinstance(x, (bool, int, float)):
+            scalars[str(i)] = x
+        else:
+            raise ValueError(f"input {i} of type {type(x).__name__} cannot be handed to a child")
+    save_file(tensors, str(path), metadata={"n": str(len(inputs)), "scalars": json.dumps(scalars)})
+
+
+def _child_limits(memory_limit_mb: float | None):
+    from ..verify.sandbox import set_memory_limit
+
+    def apply() -> None:
+        os.setsid()                        # its own group: a timeout kills all it started
+        try:
+            import ctypes
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # die with us
+        except (OSError, AttributeError):
+            pass
+        set_memory_limit(memory_limit_mb)
+    return apply
+
+
+def run_winner(entry_dir: str | Path, device: str, inputs: list, *,
+               timeout_s: float = 600.0) -> list:
+    """The winner of ``entry_dir``'s outputs on ``inputs`` (on ``device``), computed in a child
+    process. Raises WinnerRunError when it gives none."""
+    from safetensors.torch import load_file
+
+    from ..verify.runner import child_env
+    wd = Path(tempfile.mkdtemp(prefix="cudal1-winner-run-"))
     try:
-        result = _run(Path(argv[0]), argv[1])
-    except Exception as e:  # noqa: BLE001 - reported as a result line
-        result = {"status": "error", "detail": f"{type(e).__name__}: {str(e)[:400]}"}
-    print(json.dumps(result, default=str), flush=True)
+        (wd / REQUEST).write_text(json.dumps({"entry": str(Path(entry_dir).resolve()),
+                                              "device": device}))
+        _write_inputs(wd / INPUTS, inputs)
+        memory = None if str(device).startswith("cuda") else CPU_MEMORY_LIMIT_MB
+        nonce = os.urandom(16).hex()
+        with open(wd / "child.log", "wb") as log:
+            proc = subprocess.Popen([sys.executable, "-m", "torch_cudal1.cache.vectors", str(wd)],
+                                    cwd=str(wd), env=child_env(), stdin=subprocess.PIPE,
+                                    stdout=log, stderr=subprocess.STDOUT,
+                                    preexec_fn=_child_limits(memory))
+            try:
+                proc.stdin.write((nonce + "\n").encode())
+                proc.stdin.close()
+            except OSError:
+                pass
+            try:
+                proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                raise WinnerRunError(f"no answer within {timeout_s:.0f} s") from None
+            finally:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                proc.wait()
+        try:
+            result = json.loads((wd / RESULT).read_text())
+        except (OSError, ValueError):
+            tail = (wd / "child.log").read_text(errors="replace").strip().splitlines()[-3:]
+            raise WinnerRunError(f"child exited with {proc.returncode} and no result: "
+                                 f"{' | '.join(tail)}") from None
+        if result.get("nonce") != nonce:
+            raise WinnerRunError("result.json was not written by the harness")
+        if result.get("status") != "ok":
+            raise WinnerRunError(str(result.get("detail"))[:400])
+        got = load_file(str(wd / OUTPUTS))
+        return [got[f"output.{i}"].to(device) for i in range(int(result["n_outputs"]))]
+    finally:
+        shutil.rmtree(wd, ignore_errors=True)
+
+
+def compare_outputs(expected: list, got: list) -> tuple[str, str]:
+    """(reason, detail): "ok" when ``got`` matches ``expected`` within the verifier's tolerances."""
+    from ..verify.compare import compare
+    if len(expected) != len(got):
+        return "mismatch", f"{len(got)} outputs, expected {len(expected)}"
+    reason, detail, _ = compare(expected, got)
+    return reason, detail
+
+
+def check_vectors(entry_dir: str | Path, device: str, timeout_s: float = 600.0) -> dict:
+    """The winner against its own stored vectors: {"status": ok | absent | mismatch | error,
+    "reason", "detail"}."""
+    try:
+        vec = stored_vectors(entry_dir, device)
+    except Exception as e:  # noqa: BLE001 - an unreadable vectors file is a failed check
+        return {"status": "error", "detail": f"unreadable test vectors ({type(e).__name__}: {e})"}
+    if vec is None:
+        return {"status": "absent", "detail": "no test vectors stored (inputs above capture_limit_mb)"}
+    inputs, outputs = vec
+    try:
+        got = run_winner(entry_dir, device, inputs, timeout_s=timeout_s)
+    except WinnerRunError as e:
+        return {"status": "error", "detail": str(e)}
+    reason, detail = compare_outputs(outputs, got)
+    return {"status": "ok" if reason == "ok" else "mismatch", "reason": reason, "detail": detail}
+
+
+# -- the child side ----------------------------------------------------------------------------------
+def _child(wd: Path) -> dict:
+    nonce = sys.stdin.readline().strip()     # before any of the entry's code is loaded
+    req = json.loads((wd / REQUEST).read_text())
+
+    def write(result: dict) -> None:
+        tmp = wd / (RESULT + ".tmp")
+        tmp.write_text(json.dumps(dict(result, nonce=nonce), default=str))
+        os.replace(tmp, wd / RESULT)
+
+    def violation(detail: str) -> None:
+        write({"status": "error", "detail": f"forbidden call: {detail}"})
+        os._exit(0)
+
+    try:
+        import torch
+        from safetensors import safe_open
+        from safetensors.torch import load_file, save_file
+
+        from ..runtime import instantiate
+        from ..verify import sandbox
+        from .store import WINNER
+        device = req["device"]
+        entry = Path(req["entry"])
+        with safe_open(str(wd / INPUTS), "pt") as f:
+            meta = f.metadata() or {}
+        tensors = load_file(str(wd / INPUTS))
+        scalars = json.loads(meta.get("scalars") or "{}")
+        inputs = [tensors[f"input.{i}"].to(device) if f"input.{i}" in tensors else scalars[str(i)]
+                  for i in range(int(meta.get("n", len(tensors))))]
+        sandbox.install([str(wd)], violation)
+        forward = instantiate((entry / WINNER).read_text(), entry, device, "cudal1_winner_run")
+        with torch.no_grad():
+            out = forward(*inputs)
+        outs = [out] if isinstance(out, torch.Tensor) else list(out)
+        if not all(isinstance(o, torch.Tensor) for o in outs):
+            return write({"status": "error", "detail": "the winner returned a non-tensor output"})
+        save_file({f"output.{i}": o.detach().cpu().contiguous() for i, o in enumerate(outs)},
+                  str(wd / OUTPUTS))
+        write({"status": "ok", "n_outputs": len(outs)})
+    except Exception as e:  # noqa: BLE001 - reported as a result
+        write({"status": "error", "detail": f"{type(e).__name__}: {str(e)[:400]}"})
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m torch_cudal1.cache.vectors WORKDIR", file=sys.stderr)
+        return 2
+    _child(Path(argv[0]))
     return 0
 
 
