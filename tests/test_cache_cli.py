@@ -126,3 +126,86 @@ def test_explain_task_file_names_the_differing_field(tmp_path, capsys):
     assert paths == ["flags.float32_matmul_precision", "versions.torch"]
     graphs = [r for r in recs if r["key"] != key]          # what torch.compile(Model) asks for
     assert graphs and all(not r["hit"] and r["detail"] == "miss: no entry for this graph" for r in graphs)
+
+
+def test_ls_and_show_agree_on_a_tampered_entry(tmp_path, capsys):
+    store = CacheStore(tmp_path)
+    good = make_entry(store, graph="a" * 64)
+    bad = make_entry(store, graph="b" * 64)
+    (bad.path / "winner.py").write_text("import os\n")            # tampered after commit
+    rc, out, _ = _cli(capsys, tmp_path, "ls", "--json")
+    rows = {r["key"]: r for r in json.loads(out)}
+    assert rc == 0 and rows[good.key]["status"] == "ok"
+    assert rows[bad.key]["status"].startswith("tampered: content hash mismatch (winner.py)")
+    rc, out, _ = _cli(capsys, tmp_path, "ls")
+    assert "tampered (quarantined when loaded)" in out and f"{bad.key}: tampered" in out
+    assert store.entry_path(bad.key).is_dir()                   # listing moves nothing
+    rc, out, _ = _cli(capsys, tmp_path, "show", bad.key, "--json")
+    assert rc == 1 and json.loads(out)["status"] == "corrupt (quarantined)"
+    assert [r["key"] for r in json.loads(_cli(capsys, tmp_path, "ls", "--json")[1])] == [good.key]
+
+
+def test_prune_dry_run_lists_what_a_real_prune_removes(tmp_path, capsys):
+    store = CacheStore(tmp_path)
+    make_entry(store, graph="a" * 64)
+    dead = store.tmp / f"{'c' * 32}.999999.deadbeef@{os.uname().nodename}"
+    dead.mkdir(parents=True)
+    store.quarantine_dir.mkdir()
+    (store.quarantine_dir / "old-entry").mkdir()
+    rc, out, _ = _cli(capsys, tmp_path, "prune", "--dry-run", "--json")
+    dry = json.loads(out)
+    assert rc == 0 and dry["stale_staging"] == [dead.name] and dry["quarantine"] == ["old-entry"]
+    assert dead.exists() and (store.quarantine_dir / "old-entry").exists()
+    rc, out, _ = _cli(capsys, tmp_path, "prune", "--dry-run")
+    assert f"staging     {dead.name}" in out and "would remove 0 entries, 1 stale staging" in out
+    real = json.loads(_cli(capsys, tmp_path, "prune", "--json")[1])
+    assert {k: v for k, v in real.items() if k != "dry_run"} == \
+        {k: v for k, v in dry.items() if k != "dry_run"}
+    assert not dead.exists()
+
+
+def test_a_rejected_import_does_not_claim_to_fit(tmp_path, capsys):
+    import tarfile
+    src = CacheStore(tmp_path / "a")
+    entry = make_entry(src, graph="a" * 64)
+    bundle = tmp_path / "b.tgz"
+    assert _cli(capsys, tmp_path / "a", "export", str(bundle))[0] == 0
+    # The entry's code changed inside the bundle, its hashes not: the import rejects it.
+    work = tmp_path / "w"
+    with tarfile.open(bundle) as tar:
+        tar.extractall(work, filter="data")
+    (work / "entries" / entry.key / "winner.py").write_text("import os\n")
+    with tarfile.open(bundle, "w:gz") as tar:
+        for p in sorted(work.rglob("*")):
+            if p.is_file():
+                tar.add(p, arcname=p.relative_to(work).as_posix())
+    rc, out, _ = _cli(capsys, tmp_path / "b", "import", str(bundle), "--device", "cpu")
+    assert rc == 1 and "rejected" in out and "fits this machine" not in out
+    assert "not imported" in out and "0 fit this machine" in out
+
+
+def test_explain_never_pulls_remote_entries(tmp_path, capsys, monkeypatch):
+    from test_remote_cache import RedisServer, require_redis
+    from torch_cudal1.cache.remote import RemoteTier
+    from torch_cudal1.cache.tiered import TieredStore
+    from torch_cudal1.cli.optimize_cmd import task_key
+    from torch_cudal1.task import Task
+    require_redis()
+    server = RedisServer(tmp_path)
+    try:
+        task_file = tmp_path / "relu2.py"
+        task_file.write_text(TASK)
+        key, fields = task_key(Task.from_file(task_file), "cpu")
+        producer = TieredStore(tmp_path / "producer", RemoteTier(server.url))
+        make_entry(producer, fields=fields)
+        assert producer.remote.flush(30)
+        monkeypatch.setenv("CUDAL1_REMOTE_CACHE", server.url)
+        rc, out, _ = _cli(capsys, tmp_path / "empty", "explain", str(task_file), "--device", "cpu",
+                          "--json")
+        recs = {r["key"]: r for r in json.loads(out)}
+        assert rc == 0 and not recs[key]["hit"] and recs[key]["remote"] is True
+        assert "the remote tier has it" in recs[key]["detail"]
+        assert CacheStore(tmp_path / "empty").keys() == []          # nothing pulled in
+        assert all(r["remote"] is False for k, r in recs.items() if k != key)
+    finally:
+        server.stop()

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 MODES = ("search", "cache-only", "async")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 FALLBACKS = ("eager", "inductor")
 ENGINES = ("builtin", "openai", "vllm", "replay")
 COMPLETION_MODES = ("chat", "completion")
@@ -21,6 +22,19 @@ def default_cache_dir() -> str:
 
 
 SECRET = {"secret": True}   # dataclass field metadata of options that never touch the disk
+
+# (option, lowest value, whether the lowest value itself is allowed)
+_RANGES = (("rounds", 0, True), ("samples", 1, True), ("time_budget_s", 0, False),
+           ("early_stop", 0, True), ("verify_timeout_s", 0, False), ("trials", 1, True),
+           ("capture_limit_mb", 0, True), ("parallel_builds", 1, True),
+           ("lock_timeout_s", 0, True), ("request_timeout_s", 0, False),
+           ("connect_timeout_s", 0, False), ("retries", 0, True), ("max_tokens", 1, True),
+           ("temperature", 0, True), ("concurrency", 1, True), ("gpu_memory_utilization", 0, False),
+           ("remote_timeout_s", 0, False))
+
+
+class OptionError(ValueError):
+    """A bad option value (from ``options={...}``, a ``CUDAL1_*`` variable or a command's flag)."""
 
 
 def auto_on_gpu(setting: str, device: str, applies: bool = True) -> bool:
@@ -98,44 +112,62 @@ class Options:
 
     @classmethod
     def resolve(cls, options: dict | None = None, env: dict | None = None) -> "Options":
-        """Defaults < ``CUDAL1_<KEY>`` environment variables < ``options``."""
+        """Defaults < ``CUDAL1_<KEY>`` environment variables < ``options``. A bad value raises
+        OptionError (a ValueError) naming where it came from."""
         env = os.environ if env is None else env
         values: dict = {}
+        sources: dict = {}
         for f in dataclasses.fields(cls):
             raw = env.get("CUDAL1_" + f.name.upper())
             if raw is not None and raw != "":
-                values[f.name] = _coerce(f, raw, source="CUDAL1_" + f.name.upper())
+                sources[f.name] = "CUDAL1_" + f.name.upper()
+                values[f.name] = _coerce(f, raw, source=sources[f.name])
         for k, v in (options or {}).items():
             name = k.replace("-", "_")
             if name not in cls.keys():
-                raise ValueError(
+                raise OptionError(
                     f"unknown torch_cudal1 option {k!r}; valid options: {', '.join(cls.keys())}")
             f = next(x for x in dataclasses.fields(cls) if x.name == name)
-            values[name] = _coerce(f, v, source=f"options[{k!r}]")
+            sources[name] = f"options[{k!r}]"
+            values[name] = _coerce(f, v, source=sources[name])
         opts = cls(**values)
-        opts.validate()
+        opts.validate(sources)
         return opts
 
-    def validate(self) -> None:
+    def validate(self, sources: dict | None = None) -> None:
+        """Every value in its range; OptionError names the first bad one and where it was set."""
+        sources = sources or {}
+
+        def bad(name: str, expected: str):
+            where = sources.get(name, f"option {name}")
+            return OptionError(f"torch_cudal1: {where}={getattr(self, name)!r}: expected {expected}")
+
         for name, allowed in (("mode", MODES), ("fallback", FALLBACKS), ("training", FALLBACKS),
-                              ("engine", ENGINES)):
+                              ("engine", ENGINES), ("completion_mode", COMPLETION_MODES)):
             if getattr(self, name) not in allowed:
-                raise ValueError(f"torch_cudal1 option {name}={getattr(self, name)!r}; "
-                                 f"expected one of {', '.join(allowed)}")
-        # a boolean (the option's type before session 5) still reads as on / off
+                raise bad(name, "one of " + ", ".join(allowed))
+        # a boolean (the type this option had before it took auto|on|off) still reads as on / off
         flag = str(self.arbitrate_cudagraph).strip().lower()
         self.arbitrate_cudagraph = {"true": "on", "1": "on", "yes": "on", "false": "off", "0": "off",
                                     "no": "off"}.get(flag, flag)
         for name in ("aoti", "max_autotune", "tf32", "cudnn_benchmark", "channels_last", "arbitrate",
                      "arbitrate_cudagraph", "arbitrate_max_autotune", "pair_reference"):
             if getattr(self, name) not in ("auto", "on", "off"):
-                raise ValueError(f"torch_cudal1 option {name}={getattr(self, name)!r}; expected one "
-                                 "of auto, on, off")
-        if self.completion_mode not in COMPLETION_MODES:
-            raise ValueError(f"torch_cudal1 option completion_mode={self.completion_mode!r}; "
-                             f"expected one of {', '.join(COMPLETION_MODES)}")
-        if self.rounds < 0 or self.samples < 1:
-            raise ValueError("torch_cudal1: rounds must be >= 0 and samples >= 1")
+                raise bad(name, "one of auto, on, off")
+        if str(self.log_level).upper() not in LOG_LEVELS:
+            raise bad("log_level", "one of " + ", ".join(LOG_LEVELS))
+        self.log_level = str(self.log_level).upper()
+        from .baselines import BASELINES
+        names = self.baseline_names()
+        unknown = [b for b in names if b not in BASELINES]
+        if unknown or not names:
+            raise bad("baselines", "a comma-separated list of " + ", ".join(BASELINES))
+        for name, low, inclusive in _RANGES:
+            value = getattr(self, name)
+            if value != value or value < low or (value == low and not inclusive):   # NaN too
+                raise bad(name, f"a number {'>=' if inclusive else '>'} {low}")
+        if self.gpu_memory_utilization > 1:
+            raise bad("gpu_memory_utilization", "a fraction in (0, 1]")
 
     @property
     def cache_path(self) -> Path:
@@ -166,4 +198,4 @@ def _coerce(f: dataclasses.Field, value, source: str):
             return float(value)
         return None if value is None else str(value)
     except (TypeError, ValueError):
-        raise ValueError(f"torch_cudal1: {source}={value!r} is not a valid {kind}") from None
+        raise OptionError(f"torch_cudal1: {source}={value!r} is not a valid {kind}") from None

@@ -258,8 +258,9 @@ def _real_inputs(directory: Path, job: dict) -> list | None:
     return out
 
 
-def clean_jobs(store, max_age_s: float = 24 * 3600.0) -> list[Path]:
-    """Remove job directories older than ``max_age_s`` (their server is gone or failed)."""
+def clean_jobs(store, max_age_s: float = 24 * 3600.0, dry_run: bool = False) -> list[Path]:
+    """Remove job directories older than ``max_age_s`` (their server is gone or failed);
+    ``dry_run``: only say which."""
     removed = []
     jobs = store.root / "jobs"
     if not jobs.is_dir():
@@ -268,7 +269,8 @@ def clean_jobs(store, max_age_s: float = 24 * 3600.0) -> list[Path]:
     for d in jobs.iterdir():
         try:
             if now - d.stat().st_mtime > max_age_s:
-                shutil.rmtree(d, ignore_errors=True)
+                if not dry_run:
+                    shutil.rmtree(d, ignore_errors=True)
                 removed.append(d)
         except OSError:
             continue

@@ -1,4 +1,4 @@
-"""``cudal1 bench TASK.py [CANDIDATE.py ...] [--device cpu|cuda] [--json]``
+"""``cudal1 bench TASK.py [CANDIDATE.py ...] [--device DEVICE] [--json]``
 
 Times the eager reference, the inductor baseline and each candidate in the same harness (each is
 verified first: an unverified candidate is never timed) and prints median, spread and speedups.
@@ -11,13 +11,17 @@ import json
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("bench", help="time eager, inductor and candidates on a task",
-                              description=__doc__.split("\n\n")[0])
-    p.add_argument("task", metavar="TASK.py")
-    p.add_argument("candidates", metavar="CANDIDATE.py", nargs="*")
-    p.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
-    p.add_argument("--trials", type=int, default=3)
-    p.add_argument("--timeout", type=float, default=600.0)
+    from ._common import add_device, add_parser
+    p = add_parser(subparsers, "bench", __doc__,
+                   help="time eager, inductor and candidates on a task")
+    p.add_argument("task", metavar="TASK.py", help="task file (class Model, get_inputs, "
+                                                   "get_init_inputs)")
+    p.add_argument("candidates", metavar="CANDIDATE.py", nargs="*",
+                   help="candidate files (class ModelNew)")
+    add_device(p)
+    p.add_argument("--trials", type=int, default=3, help="fresh input draws (default 3)")
+    p.add_argument("--timeout", type=float, default=600.0,
+                   help="wall-clock limit of each child in seconds (default 600)")
     p.add_argument("--baselines", default="eager,inductor",
                    help="comma-separated baselines (eager, inductor, inductor-max-autotune, ...)")
     p.add_argument("--cuda-graph", action="store_true", help="also time CUDA-graph replays")
@@ -32,7 +36,7 @@ def run(args) -> int:
     from ..contracts import Candidate
     from ..verify import evaluate
     from . import UsageError
-    from ._common import check_device, load_task, read_file
+    from ._common import build_dir, check_device, load_task, read_file
     task = load_task(args.task)
     cands = [Candidate(read_file(c, "candidate file"), origin=f"file:{c}") for c in args.candidates]
     device = check_device(args.device)
@@ -47,7 +51,7 @@ def run(args) -> int:
     rows, refs = [], {}
     for name, cand in entries:
         v, t = evaluate(task, cand, device=device, trials=args.trials, timeout_s=args.timeout,
-                        cuda_graph=args.cuda_graph)
+                        cuda_graph=args.cuda_graph, build_cache_dir=build_dir(args))
         row = {"name": name, "verdict": "accepted" if v.accepted else "rejected",
                "reason": v.reason, "detail": v.detail,
                "median_ms": t.median_ms if t else None, "spread_ms": t.spread_ms if t else None,

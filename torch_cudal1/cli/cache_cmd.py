@@ -16,74 +16,79 @@ from . import UsageError
 
 
 def register(sub) -> None:
-    p = sub.add_parser("cache", help="inspect and manage the cache (ls, show, rm, prune, verify, "
-                                     "export, import, explain)", description=__doc__.split("\n\n")[0])
-    p.add_argument("--cache-dir", default=None, help="cache directory (CUDAL1_CACHE_DIR)")
+    from ._common import COMMON, add_device, add_parser
+    p = add_parser(sub, "cache", __doc__, help="inspect and manage the cache (ls, show, rm, prune, "
+                                               "verify, export, import, explain)")
     cs = p.add_subparsers(dest="cache_command", metavar="ACTION")
 
-    q = cs.add_parser("ls", help="list entries")
-    q.add_argument("--json", action="store_true")
+    def action(name: str, help: str):
+        return cs.add_parser(name, parents=[COMMON], help=help, description=help)
+
+    q = action("ls", "list entries, with each one's state (ok, tampered, unchecked from another "
+                     "machine) and whether it fits this machine")
+    q.add_argument("--json", action="store_true", help="one JSON list of rows")
     q.set_defaults(func=cmd_ls)
 
-    q = cs.add_parser("show", help="one entry's metadata")
+    q = action("show", "one entry's metadata (a tampered entry is quarantined)")
     q.add_argument("key", help="key or unique key prefix")
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--json", action="store_true", help="one JSON object")
     q.add_argument("--attempts", action="store_true", help="include every attempt")
     q.set_defaults(func=cmd_show)
 
-    q = cs.add_parser("rm", help="remove entries")
-    q.add_argument("keys", nargs="+", metavar="KEY")
+    q = action("rm", "remove entries")
+    q.add_argument("keys", nargs="+", metavar="KEY", help="keys or unique key prefixes")
     q.set_defaults(func=cmd_rm)
 
-    q = cs.add_parser("prune", help="remove old entries, leftovers of dead writers, quarantine")
+    q = action("prune", "remove old entries, leftovers of dead writers, old jobs, quarantine")
     q.add_argument("--older-than", default=None, metavar="D",
                    help="entries not used for this long (e.g. 30d, 12h, 90m, 3600)")
     q.add_argument("--max-size", default=None, metavar="S",
                    help="then remove least recently used entries until the cache fits (e.g. 5G, 500M)")
-    q.add_argument("--dry-run", action="store_true")
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--dry-run", action="store_true",
+                   help="list what would be removed (entries, staging dirs, jobs, quarantine), "
+                        "remove nothing")
+    q.add_argument("--json", action="store_true", help="one JSON object")
     q.set_defaults(func=cmd_prune)
 
-    q = cs.add_parser("verify", help="re-verify entries on this machine (winner + test vectors)")
+    q = action("verify", "re-verify entries on this machine (winner + test vectors)")
     q.add_argument("keys", nargs="*", metavar="KEY", help="default: every entry that fits here")
-    q.add_argument("--device", default=None, help="cpu or cuda (default cuda when available)")
-    q.add_argument("--trials", type=int, default=2)
-    q.add_argument("--timeout", type=float, default=600.0)
-    q.add_argument("--json", action="store_true")
+    add_device(q)
+    q.add_argument("--trials", type=int, default=2, help="fresh input draws (default 2)")
+    q.add_argument("--timeout", type=float, default=600.0,
+                   help="seconds one entry's checks may take (default 600)")
+    q.add_argument("--json", action="store_true", help="one JSON object")
     q.set_defaults(func=cmd_verify)
 
-    q = cs.add_parser("export", help="write entries into a bundle (tar.gz)")
-    q.add_argument("file")
+    q = action("export", "write entries into a bundle (tar.gz)")
+    q.add_argument("file", help="bundle to write")
     q.add_argument("keys", nargs="*", metavar="KEY", help="default: all entries")
     q.set_defaults(func=cmd_export)
 
-    q = cs.add_parser("import", help="check and import a bundle; report what fits this machine")
-    q.add_argument("file")
-    q.add_argument("--device", default=None, help="device to compare against (default cuda if available)")
+    q = action("import", "check and import a bundle; report what fits this machine")
+    q.add_argument("file", help="bundle to read")
+    add_device(q)
     q.add_argument("--replace", action="store_true", help="replace entries that exist")
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--json", action="store_true", help="one JSON object")
     q.set_defaults(func=cmd_import)
 
-    q = cs.add_parser("explain", help="which keys a model or task asks for and why near entries "
-                                      "do not match")
+    q = action("explain", "which keys a model or task asks for and why near entries do not "
+                          "match (reads the local cache only)")
     q.add_argument("target", help="recipe .py (def models()), KernelBench task file or folder")
     q.add_argument("--model", default=None, help="only this recipe model")
-    q.add_argument("--set", type=int, default=None, dest="index", help="only this input set")
-    q.add_argument("--device", default=None, help="cpu or cuda (default cuda when available)")
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--set", type=int, default=None, dest="index", metavar="N",
+                   help="only this input set")
+    add_device(q)
+    q.add_argument("--json", action="store_true", help="one JSON list of records")
     q.set_defaults(func=cmd_explain)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
 # -- helpers ----------------------------------------------------------------------------------
 def _store(args):
+    """The local cache dir (inspecting never reaches the remote tier)."""
     from ..cache.store import CacheStore
-    from ..options import Options
-    over = {"cache_dir": args.cache_dir} if args.cache_dir else {}
-    try:
-        return CacheStore(Options.resolve(over).cache_path)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
+    from ._common import resolve_options
+    return CacheStore(resolve_options(args=args).cache_path)
 
 
 def _resolve_key(store, key: str) -> str:
@@ -99,13 +104,8 @@ def _resolve_key(store, key: str) -> str:
 
 
 def _device(name: str | None) -> str:
-    import torch
-    device = name or ("cuda" if torch.cuda.is_available() else "cpu")
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise UsageError(f"--device {device} requested but no CUDA GPU is available")
-    if device.split(":")[0] not in ("cpu", "cuda"):
-        raise UsageError(f"--device must be cpu or cuda, not {device!r}")
-    return device
+    from ._common import resolve_device
+    return resolve_device(name)
 
 
 def _here_fields(device: str) -> dict:
@@ -132,12 +132,27 @@ def parse_size(text: str) -> int:
     return int(float(m.group(1)) * 1024 ** " kmgt".index(m.group(2) or " "))
 
 
+def _state(store, key: str, meta: dict) -> str:
+    """What serving would make of the entry: ok, tampered (quarantined when loaded), or from
+    another machine and not yet checked here (checked on first use)."""
+    problem = store.problem(key)
+    if problem is not None:
+        return f"tampered: {problem}"
+    from ..cache import foreign
+    from ..cache.store import CacheEntry
+    entry = CacheEntry(key, store.entry_path(key), meta)
+    if foreign.needs_check(store, entry):
+        return f"unchecked: from {entry.foreign.get('via', 'bundle')} {entry.foreign.get('from', '?')}"
+    return "ok"
+
+
 def _row(store, key: str, here: dict) -> dict:
     meta = store.read_meta(key) or {}
     w = meta.get("winner") or {}
     fields = meta.get("fields") or {}
     misfit = _fits(fields, here)
-    return {"key": key, "task": meta.get("task_name"), "graph": str(fields.get("graph", ""))[:16],
+    return {"key": key, "status": _state(store, key, meta), "task": meta.get("task_name"),
+            "graph": str(fields.get("graph", ""))[:16],
             "device": (fields.get("device") or {}).get("name"), "winner": w.get("origin"),
             "speedup_vs_eager": w.get("speedup_vs_eager"),
             "speedup_vs_inductor": w.get("speedup_vs_inductor"),
@@ -157,13 +172,19 @@ def cmd_ls(args) -> int:
     if not rows:
         print(f"(no entries in {store.root})")
         return 0
-    print(f"{'KEY':32}  {'TASK':22} {'DEVICE':22} {'WINNER':28} {'xEAGER':>7} {'SIZE':>8}  FITS")
+    print(f"{'KEY':32}  {'STATE':9} {'TASK':22} {'DEVICE':22} {'WINNER':28} {'xEAGER':>7} "
+          f"{'SIZE':>8}  FITS")
     for r in rows:
         sp = f"{r['speedup_vs_eager']:.2f}" if r["speedup_vs_eager"] else "-"
-        print(f"{r['key']:32}  {str(r['task'])[:22]:22} {str(r['device'])[:22]:22} "
-              f"{str(r['winner'])[:28]:28} {sp:>7} {_human(r['size']):>8}  "
-              f"{'yes' if r['fits_here'] else 'no'}")
-    print(f"{len(rows)} entries, {_human(sum(r['size'] for r in rows))} in {store.root}")
+        print(f"{r['key']:32}  {r['status'].split(':')[0]:9} {str(r['task'])[:22]:22} "
+              f"{str(r['device'])[:22]:22} {str(r['winner'])[:28]:28} {sp:>7} "
+              f"{_human(r['size']):>8}  {'yes' if r['fits_here'] else 'no'}")
+    bad = [r for r in rows if r["status"] != "ok"]
+    for r in bad:
+        print(f"  {r['key']}: {r['status']}")
+    print(f"{len(rows)} entries, {_human(sum(r['size'] for r in rows))} in {store.root}"
+          + (f"; {sum(r['status'].startswith('tampered') for r in rows)} tampered (quarantined "
+             "when loaded)" if any(r["status"].startswith("tampered") for r in rows) else ""))
     return 0
 
 
@@ -245,28 +266,37 @@ def cmd_prune(args) -> int:
                 break
             doomed.append(k)
             total -= sizes[k]
-    report = {"removed": doomed, "dry_run": args.dry_run}
-    if not args.dry_run:
+    dry = args.dry_run
+    report = {"removed": doomed, "dry_run": dry}
+    if not dry:
         for k in doomed:
             store.remove(k)
-        report["stale_staging"] = [p.name for p in store.clean_stale()]
-        report["old_jobs"] = [p.name for p in clean_jobs(store)]
-        quarantined = []
-        if store.quarantine_dir.is_dir():
-            import shutil
-            for d in store.quarantine_dir.iterdir():
+    # The same lists with and without --dry-run: a dry run says what a real one removes.
+    report["stale_staging"] = [p.name for p in store.clean_stale(dry_run=dry)]
+    report["old_jobs"] = [p.name for p in clean_jobs(store, dry_run=dry)]
+    quarantined = []
+    if store.quarantine_dir.is_dir():
+        import shutil
+        for d in sorted(store.quarantine_dir.iterdir()):
+            if not dry:
                 shutil.rmtree(d, ignore_errors=True)
-                quarantined.append(d.name)
-        report["quarantine"] = quarantined
+            quarantined.append(d.name)
+    report["quarantine"] = quarantined
     if args.json:
         print(json.dumps(report))
     else:
-        verb = "would remove" if args.dry_run else "removed"
-        print(f"{verb} {len(doomed)} entries" + ("" if args.dry_run else
-              f", {len(report['stale_staging'])} stale staging dirs, {len(report['old_jobs'])} "
-              f"old jobs, {len(report['quarantine'])} quarantined entries"))
+        verb = "would remove" if dry else "removed"
+        print(f"{verb} {len(doomed)} entries, {len(report['stale_staging'])} stale staging dirs, "
+              f"{len(report['old_jobs'])} old jobs, {len(report['quarantine'])} quarantined "
+              "entries")
         for k in doomed:
-            print(f"  {k}")
+            print(f"  entry       {k}")
+        for name in report["stale_staging"]:
+            print(f"  staging     {name}")
+        for name in report["old_jobs"]:
+            print(f"  job         {name}")
+        for name in report["quarantine"]:
+            print(f"  quarantine  {name}")
     return 0
 
 
@@ -339,6 +369,11 @@ def cmd_import(args) -> int:
     from ..cache.bundle import BundleError, import_bundle
     from ..cache.explain import summarize
     store = _store(args)
+    from ..cache.store import CacheDirError
+    try:
+        store.ensure_writable()
+    except CacheDirError as e:
+        raise UsageError(str(e)) from None
     if not Path(args.file).is_file():
         raise UsageError(f"bundle {args.file!r} does not exist")
     device = _device(args.device)
@@ -348,10 +383,14 @@ def cmd_import(args) -> int:
     except BundleError as e:
         raise UsageError(str(e)) from None
     for r in reports:
+        if r["status"] == "rejected":      # not in the cache: whether it would fit is moot
+            r.update(fits_here=None, misfit=[], fit_detail="not imported")
+            continue
         misfit = _fits(r.get("fields"), here)
         r["fits_here"] = not misfit
         r["misfit"] = [list(d) for d in misfit]
-        r["fit_detail"] = "fits this machine" if not misfit else f"does not fit: {summarize(misfit)}"
+        r["fit_detail"] = ("fits this machine (checked against its test vectors on first use)"
+                           if not misfit else f"does not fit: {summarize(misfit)}")
     rejected = sum(r["status"] == "rejected" for r in reports)
     if args.json:
         print(json.dumps({"entries": [{k: v for k, v in r.items() if k not in ("fields", "environment")}
@@ -359,7 +398,7 @@ def cmd_import(args) -> int:
     else:
         for r in reports:
             print(f"{r['key']}  {r['status']:8} {r['detail']}; {r['fit_detail']}")
-        fits = sum(r["fits_here"] for r in reports if r["status"] != "rejected")
+        fits = sum(bool(r["fits_here"]) for r in reports if r["status"] != "rejected")
         print(f"{len(reports)} entries: {sum(r['status'] == 'imported' for r in reports)} imported, "
               f"{sum(r['status'] == 'exists' for r in reports)} already present, {rejected} rejected; "
               f"{fits} fit this machine ({device})")
@@ -381,6 +420,7 @@ def cmd_explain(args) -> int:
         raise UsageError("no unit matches --model/--set")
     from ..log import configure
     configure("ERROR")
+    tier = _remote_tier(args)
     asked = []
     for u in units:
         for seen in peek_unit(u, {"cache_dir": str(store.root.parent)}, device):
@@ -400,6 +440,10 @@ def cmd_explain(args) -> int:
             rec["near"] = [{"key": k, "diff": [list(d) for d in diffs]} for k, diffs in near]
             rec["detail"] = (f"miss: {len(near)} entries of this graph, none matches" if near
                              else "miss: no entry for this graph")
+            if tier is not None:        # asked, not fetched: explaining changes no cache
+                rec["remote"] = tier.has(key)
+                if rec["remote"]:
+                    rec["detail"] += " here; the remote tier has it (fetched on first use)"
         out.append(rec)
     if args.json:
         print(json.dumps(out, default=str))
@@ -409,6 +453,16 @@ def cmd_explain(args) -> int:
         for n in rec.get("near", [])[:5]:
             print(f"    {n['key']}: {summarize([tuple(d) for d in n['diff']], width=6)}")
     return 0
+
+
+def _remote_tier(args):
+    """The remote tier configured for this user (CUDAL1_REMOTE_CACHE), or None."""
+    from ._common import resolve_options
+    opts = resolve_options(args=args)
+    if not opts.remote_cache:
+        return None
+    from ..cache.remote import tier_for
+    return tier_for(opts.remote_cache, opts.remote_timeout_s, opts.remote_secret)
 
 
 def _task_key_fields(path: str, device: str) -> dict:

@@ -10,43 +10,46 @@ from . import UsageError
 
 
 def register(sub) -> None:
-    p = sub.add_parser("engine", help="manage a local model server (vllm serve) and transcripts")
+    from ._common import COMMON, add_parser
+    p = add_parser(sub, "engine", __doc__,
+                   help="manage a local model server (vllm serve) and transcripts")
     esub = p.add_subparsers(dest="engine_command", metavar="ACTION")
 
-    s = esub.add_parser("start", help="launch `vllm serve MODEL` (or --command), wait until ready, "
-                                      "record its URL for later runs")
-    s.add_argument("--model", required=True)
+    def action(name: str, help: str):
+        return esub.add_parser(name, parents=[COMMON], help=help, description=help)
+
+    s = action("start", "launch `vllm serve MODEL` (or --command), wait until ready, record its "
+                        "URL for later runs")
+    s.add_argument("--model", required=True, help="model to serve")
     s.add_argument("--port", type=int, default=None, help="default: a free port")
-    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     s.add_argument("--command", default="vllm serve",
                    help="server command; MODEL --host H --port P are appended (default: vllm serve)")
     s.add_argument("--args", default="", help="extra server arguments, one shell-quoted string "
                                               "(e.g. \"--gpu-memory-utilization 0.5\")")
-    s.add_argument("--ready-timeout", type=float, default=1800.0)
-    s.add_argument("--cache-dir", default=None)
+    s.add_argument("--ready-timeout", type=float, default=1800.0, metavar="S",
+                   help="seconds to wait for the server to answer (default 1800)")
     s.set_defaults(func=_start)
 
-    st = esub.add_parser("status", help="show the managed server")
-    st.add_argument("--cache-dir", default=None)
-    st.add_argument("--json", action="store_true")
+    st = action("status", "show the managed server")
+    st.add_argument("--json", action="store_true", help="one JSON object")
     st.set_defaults(func=_status)
 
-    sp = esub.add_parser("stop", help="stop the managed server")
-    sp.add_argument("--cache-dir", default=None)
+    sp = action("stop", "stop the managed server")
     sp.set_defaults(func=_stop)
 
-    t = esub.add_parser("transcript-from-kernelbench",
-                        help="convert KernelBench/CUDA-L1 solution rows into a replay transcript")
-    t.add_argument("jsonl")
-    t.add_argument("out")
+    t = action("transcript-from-kernelbench",
+               "convert KernelBench/CUDA-L1 solution rows into a replay transcript")
+    t.add_argument("jsonl", help="KernelBench/CUDA-L1 rows (JSON lines)")
+    t.add_argument("out", help="transcript to write")
     t.set_defaults(func=_transcript)
 
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
 def _cache_dir(args) -> str:
-    from ..options import Options
-    return args.cache_dir or Options.resolve().cache_dir
+    from ._common import resolve_options
+    return resolve_options(args=args).cache_dir
 
 
 def _start(args) -> int:

@@ -16,38 +16,37 @@ from . import UsageError
 
 
 def register(sub) -> None:
-    p = sub.add_parser("optimize", help="search, verify and cache the fastest implementation of a "
-                                        "KernelBench-format task file")
+    from ._common import add_device, add_parser
+    p = add_parser(sub, "optimize", __doc__, help="search, verify and cache the fastest "
+                                                  "implementation of a KernelBench-format task file")
     p.add_argument("task", help="task file (class Model, get_inputs, get_init_inputs)")
-    p.add_argument("--device", choices=("cpu", "cuda"), default=None,
-                   help="default: cuda when available, else cpu")
+    add_device(p)
     p.add_argument("--engine", choices=("builtin", "openai", "vllm", "replay"), default=None,
                    help="default: CUDAL1_ENGINE or builtin")
     p.add_argument("--url", default=None, help="OpenAI-compatible server URL (CUDAL1_ENGINE_URL)")
     p.add_argument("--model", default=None, help="model name (CUDAL1_MODEL)")
     p.add_argument("--rounds", type=int, default=None, help="engine rounds after the baselines")
     p.add_argument("--samples", type=int, default=None, help="candidates per round")
-    p.add_argument("--cache-dir", default=None, help="cache directory (CUDAL1_CACHE_DIR)")
     p.add_argument("--report", default=None, metavar="FILE", help="write a markdown report here")
     p.add_argument("--json", action="store_true", help="end with one line of JSON")
-    p.add_argument("--replay-file", default=None, help="transcript for --engine replay")
+    p.add_argument("--replay-file", default=None, metavar="FILE",
+                   help="transcript for --engine replay")
     p.add_argument("--record", default=None, metavar="FILE",
                    help="append every engine request/answer to this replay transcript")
-    p.add_argument("--baselines", default=None, help="comma-separated baselines (default eager,inductor)")
-    p.add_argument("--time-budget", type=float, default=None, help="wall-clock budget in seconds")
+    p.add_argument("--baselines", default=None, metavar="NAMES",
+                   help="comma-separated baselines (default eager,inductor)")
+    p.add_argument("--time-budget", type=float, default=None, metavar="S",
+                   help="wall-clock budget of the search in seconds")
     p.set_defaults(func=run)
 
 
 def _options(args):
-    from ..options import Options
-    over = {"engine": args.engine, "engine_url": args.url, "model": args.model,
-            "rounds": args.rounds, "samples": args.samples, "cache_dir": args.cache_dir,
-            "replay_file": args.replay_file, "record_file": args.record,
-            "baselines": args.baselines, "time_budget_s": args.time_budget}
-    try:
-        return Options.resolve({k: v for k, v in over.items() if v is not None})
-    except ValueError as e:
-        raise UsageError(str(e)) from None
+    from ._common import resolve_options
+    return resolve_options({"engine": args.engine, "engine_url": args.url, "model": args.model,
+                            "rounds": args.rounds, "samples": args.samples,
+                            "replay_file": args.replay_file, "record_file": args.record,
+                            "baselines": args.baselines, "time_budget_s": args.time_budget},
+                           args)
 
 
 def task_key(task, device: str, tf32: str = "auto") -> tuple[str, dict]:
@@ -80,21 +79,18 @@ def _write_report(path, task, device, summary, attempts, cache_hit) -> None:
 
 
 def run(args) -> int:
-    import torch
-
     from ..runtime import store_for
     from ..contracts import Attempt
     from ..log import configure
     from ..task import Task
 
+    from ._common import resolve_device
     opts = _options(args)
     configure(opts.log_level)
     path = Path(args.task)
     if not path.is_file():
         raise UsageError(f"task file {path} does not exist")
-    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise UsageError("--device cuda but no CUDA device is available")
+    device = resolve_device(args.device)
     task = Task.from_file(path)
     try:
         key, fields = task_key(task, device, opts.tf32)
@@ -112,14 +108,34 @@ def run(args) -> int:
         _print_result(summary, cache_hit=True, as_json=args.json, extra={"cached": True})
         return 0
 
-    entry = store.load(key)
+    entry = _checked(store, store.load(key), task, device, opts)
     if entry is not None:
         return hit(entry)
     with store.lock(key):
-        entry = store.load(key)   # another process may have finished the same search meanwhile
+        # another process may have finished the same search meanwhile
+        entry = _checked(store, store.load(key), task, device, opts)
         if entry is not None:
             return hit(entry)
         return _search_and_store(args, opts, task, device, key, fields, store)
+
+
+def _checked(store, entry, task, device: str, opts):
+    """``entry``, or None when it came from another machine and its winner fails verification
+    against the user's own task here (cache/foreign.py; the task file is the trusted reference)."""
+    from ..cache import foreign
+    if entry is None or not foreign.needs_check(store, entry):
+        return entry
+    from ..contracts import Candidate
+    from ..verify import evaluate
+    verdict, _ = evaluate(task, Candidate(entry.winner_source, origin=f"cache:{entry.key}"),
+                          device=device, trials=1, time_it=False,
+                          timeout_s=opts.verify_timeout_s)
+    if not verdict.accepted:
+        foreign.refuse(store, entry, f"its winner fails verification against this task "
+                                     f"({verdict.reason}: {verdict.detail[:200]})")
+        return None
+    foreign.mark(store, entry, device, "task verification")
+    return entry
 
 
 def _search_and_store(args, opts, task, device, key, fields, store) -> int:

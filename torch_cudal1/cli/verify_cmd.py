@@ -1,4 +1,4 @@
-"""``cudal1 verify TASK.py CANDIDATE.py [--device cpu|cuda] [--trials N] [--speedup] [--json]``
+"""``cudal1 verify TASK.py CANDIDATE.py [--device DEVICE] [--trials N] [--speedup] [--json]``
 
 Exit 0 when the candidate is accepted, 1 when rejected, 2 on a usage or setup error. With
 ``--json`` one JSON object: {"verdict": "accepted"|"rejected", "reason", "detail", "median_ms",
@@ -13,13 +13,16 @@ import sys
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("verify", help="verify a candidate ModelNew against a KernelBench task",
-                              description=__doc__.split("\n\n")[0])
-    p.add_argument("task", metavar="TASK.py")
-    p.add_argument("candidate", metavar="CANDIDATE.py")
-    p.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
+    from ._common import add_device, add_parser
+    p = add_parser(subparsers, "verify", __doc__,
+                   help="verify a candidate ModelNew against a KernelBench task")
+    p.add_argument("task", metavar="TASK.py", help="task file (class Model, get_inputs, "
+                                                   "get_init_inputs)")
+    p.add_argument("candidate", metavar="CANDIDATE.py", help="candidate file (class ModelNew)")
+    add_device(p)
     p.add_argument("--trials", type=int, default=3, help="fresh input draws (default 3)")
-    p.add_argument("--timeout", type=float, default=300.0, help="child wall-clock limit, s")
+    p.add_argument("--timeout", type=float, default=300.0,
+                   help="wall-clock limit of the child in seconds (default 300)")
     p.add_argument("--no-time", action="store_true", help="verify only, do not time")
     p.add_argument("--check-stride", action="store_true", help="require the reference's strides")
     p.add_argument("--speedup", action="store_true",
@@ -32,7 +35,7 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from ..contracts import Candidate
     from ..verify import evaluate
-    from ._common import check_device, load_task, read_file
+    from ._common import build_dir, check_device, load_task, read_file
     if args.trials < 1:
         from . import UsageError
         raise UsageError("--trials must be at least 1")
@@ -44,7 +47,7 @@ def run(args) -> int:
     verdict, timing = evaluate(task, Candidate(source, origin=f"file:{args.candidate}"),
                                device=device, trials=args.trials, timeout_s=args.timeout,
                                time_it=not args.no_time, check_stride=args.check_stride,
-                               pair_reference=args.speedup)
+                               pair_reference=args.speedup, build_cache_dir=build_dir(args))
     out = {"verdict": "accepted" if verdict.accepted else "rejected", "reason": verdict.reason,
            "detail": verdict.detail,
            "median_ms": timing.median_ms if timing else None,

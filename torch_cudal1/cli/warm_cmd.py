@@ -1,4 +1,4 @@
-"""``cudal1 warm RECIPE [--workers N] [--device cpu|cuda] [--ray [ADDRESS]] ...``
+"""``cudal1 warm RECIPE [--workers N] [--device DEVICE] [--ray [ADDRESS]] ...``
 
 Fill the cache for every unit of a recipe (see ``torch_cudal1.warm``): a Python file with
 ``def models()``, a KernelBench task file, or a folder of them. Resumable: units whose keys are
@@ -19,16 +19,15 @@ from . import UsageError
 
 
 def register(sub) -> None:
-    p = sub.add_parser("warm", help="fill the cache for a recipe of models and input shapes",
-                       description=__doc__.split("\n\n")[0])
+    from ._common import add_device, add_parser
+    p = add_parser(sub, "warm", __doc__, help="fill the cache for a recipe of models and input shapes")
     p.add_argument("recipe", help="recipe .py (def models()), KernelBench task file or folder")
     p.add_argument("--workers", type=int, default=1,
                    help="worker processes (one per GPU by default)")
-    p.add_argument("--gpus", default=None,
+    p.add_argument("--gpus", default=None, metavar="IDS",
                    help="comma-separated GPU ids for the workers (default 0..N-1); an id given "
                         "twice runs two workers on that GPU (their timings take turns)")
-    p.add_argument("--device", default=None, help="cpu or cuda (default cuda when available)")
-    p.add_argument("--cache-dir", default=None, help="cache directory (CUDAL1_CACHE_DIR)")
+    add_device(p)
     p.add_argument("--engine", default=None, help="engine (CUDAL1_ENGINE)")
     p.add_argument("--url", default=None, help="OpenAI-compatible server (CUDAL1_ENGINE_URL)")
     p.add_argument("--rounds", type=int, default=None, help="engine rounds per graph")
@@ -38,40 +37,33 @@ def register(sub) -> None:
     p.add_argument("--list", action="store_true", help="list the units and exit")
     p.add_argument("--json", action="store_true", help="one JSON line per unit and a summary")
     p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
-                   help="run the units as Ray tasks (torch_cudal1.distributed.ray_warm)")
+                   help="run the units as Ray tasks on the cluster at ADDRESS (host:port of its "
+                        "GCS; none: RAY_ADDRESS, else a local cluster)")
     from ..distributed.ray_warm import add_cli_arguments   # does not import ray
     add_cli_arguments(p)
     p.set_defaults(func=run)
 
 
 def _options(args) -> dict:
-    from ..options import Options
+    from ._common import cache_dir, resolve_options
     opts = {}
     for item in args.option:
         k, sep, v = item.partition("=")
         if not sep:
             raise UsageError(f"--option {item!r}: expected KEY=VALUE")
         opts[k.strip()] = v
-    for k, v in (("cache_dir", args.cache_dir), ("engine", args.engine), ("engine_url", args.url),
+    for k, v in (("cache_dir", cache_dir(args)), ("engine", args.engine), ("engine_url", args.url),
                  ("rounds", args.rounds)):
         if v is not None:
             opts[k] = v
-    try:
-        resolved = Options.resolve(opts)      # validated here, passed on as given
-    except ValueError as e:
-        raise UsageError(str(e)) from None
+    resolved = resolve_options(opts)          # validated here, passed on as given
     opts["cache_dir"] = resolved.cache_dir    # workers must agree on one cache dir
     return opts
 
 
 def _device(args) -> str:
-    import torch
-    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise UsageError("--device cuda but no CUDA device is available")
-    if device.split(":")[0] not in ("cpu", "cuda"):
-        raise UsageError(f"--device must be cpu or cuda, not {device!r}")
-    return device
+    from ._common import resolve_device
+    return resolve_device(args.device)
 
 
 # -- the journal that makes warming resumable ---------------------------------------------------
@@ -120,7 +112,9 @@ class Journal:
 
 # -- progress ---------------------------------------------------------------------------------
 class Progress:
-    """tqdm when importable, else plain lines; a line per finished unit either way."""
+    """tqdm when importable and stderr is a terminal, else plain lines; a line per finished unit
+    either way. While the bar is drawn, the package's log lines go through it (above the bar)
+    instead of breaking it, also those of worker processes (``log_queue``)."""
 
     def __init__(self, total: int, quiet: bool):
         self.bar = None
@@ -131,6 +125,41 @@ class Progress:
             except ImportError:
                 self.bar = None
         self.total, self.n, self.quiet = total, 0, quiet
+        self._handlers: list = []
+        self._listener = None
+        if self.bar is not None:
+            self._route_logs()
+
+    def _route_logs(self) -> None:
+        import logging
+
+        from ..log import logger
+        progress = self
+
+        class ThroughBar(logging.Handler):
+            def emit(self, record):
+                try:
+                    progress.line(self.format(record))
+                except Exception:  # noqa: BLE001 - logging must never break warming
+                    self.handleError(record)
+        handler = ThroughBar()
+        handler.setFormatter(logging.Formatter("[cudal1] %(message)s"))
+        self._handlers = list(logger.handlers)
+        for h in self._handlers:
+            logger.removeHandler(h)
+        logger.addHandler(handler)
+        self._through = handler
+
+    def log_queue(self, ctx):
+        """A queue for worker processes' log records (``_init_worker`` installs a handler that
+        feeds it); None without a bar."""
+        if self.bar is None:
+            return None
+        import logging.handlers
+        q = ctx.Queue()
+        self._listener = logging.handlers.QueueListener(q, self._through)
+        self._listener.start()
+        return q
 
     def line(self, text: str) -> None:
         if self.bar is not None:
@@ -145,8 +174,14 @@ class Progress:
             self.bar.update(1)
 
     def close(self) -> None:
+        if self._listener is not None:
+            self._listener.stop()
         if self.bar is not None:
             self.bar.close()
+            from ..log import logger
+            logger.removeHandler(self._through)
+            for h in self._handlers:
+                logger.addHandler(h)
 
 
 def _describe(result: dict) -> str:
@@ -157,9 +192,17 @@ def _describe(result: dict) -> str:
 
 
 # -- workers ----------------------------------------------------------------------------------
-def _init_worker(gpu_ids, device: str) -> None:
+def _init_worker(gpu_ids, device: str, log_queue=None) -> None:
     """Pin each worker process to one GPU before CUDA is initialised in it, and to the host
-    CPUs of its plan (its GPU's timing core while it times, the shared work cores otherwise)."""
+    CPUs of its plan (its GPU's timing core while it times, the shared work cores otherwise).
+    With ``log_queue`` the package's log records go to the parent (which prints them above its
+    progress bar)."""
+    if log_queue is not None:
+        import logging.handlers
+
+        from ..log import logger
+        logger.addHandler(logging.handlers.QueueHandler(log_queue))
+        logger.propagate = False
     if device.startswith("cuda"):
         gpu, timing, work = gpu_ids.get()
         os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)
@@ -195,7 +238,7 @@ def _safe_warm(unit, options: dict, device: str) -> dict:
 
 
 def run_units(units: list, options: dict, device: str, workers: int, gpus: list[str],
-              on_result) -> None:
+              on_result, progress=None) -> None:
     if workers <= 1:
         for u in units:
             on_result(u, _safe_warm(u, options, device))
@@ -203,6 +246,7 @@ def run_units(units: list, options: dict, device: str, workers: int, gpus: list[
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor, as_completed
     ctx = mp.get_context("spawn")
+    logs = progress.log_queue(ctx) if progress is not None else None
     ids = ctx.Queue()
     cpus = cpu_plan(gpus[:workers]) if device.startswith("cuda") else {}
     for g in gpus[:workers]:
@@ -210,14 +254,13 @@ def run_units(units: list, options: dict, device: str, workers: int, gpus: list[
     # Inside a worker "cuda" means its one visible GPU.
     dev = "cuda" if device.startswith("cuda") else device
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
-                             initargs=(ids, device)) as pool:
+                             initargs=(ids, device, logs)) as pool:
         futures = {pool.submit(_safe_warm, u, options, dev): u for u in units}
         for f in as_completed(futures):
             on_result(futures[f], f.result())
 
 
 def run(args) -> int:
-    from ..runtime import store_for
     from ..log import configure
     from ..options import Options
     from ..warm import list_units
@@ -236,7 +279,8 @@ def run(args) -> int:
         return 0
     opts = Options.resolve(options)
     configure(opts.log_level)
-    store = store_for(opts)
+    from ._common import writable_store
+    store = writable_store(opts)
     journal = Journal(store, args.recipe, device, options)
     todo = [u for u in units if args.force or not journal.done(u)]
     if args.ray is not None:
@@ -271,7 +315,7 @@ def run(args) -> int:
             print(json.dumps(result, default=str), flush=True)
 
     try:
-        run_units(todo, options, device, args.workers, gpus, on_result)
+        run_units(todo, options, device, args.workers, gpus, on_result, progress)
     finally:
         progress.close()
     bad = [r for r in results if r.get("error") or r.get("fallbacks")]
