@@ -43,6 +43,7 @@ def store_search_result(store: CacheStore, key: str, fields: dict, task: Task,
         if vectors:
             from safetensors.torch import save_file
             save_file(vectors, str(staging / VECTORS))
+        prepared = _record_build(staging, result.winner.candidate.source, device, task)
         w = result.winner
         meta = {
             "fields": fields,
@@ -55,10 +56,31 @@ def store_search_result(store: CacheStore, key: str, fields: dict, task: Task,
             "summary": result.summary(),
             "attempts": [a.to_json() for a in result.attempts],
         }
-        return store.commit(key, staging, meta)
+        entry = store.commit(key, staging, meta)
+        entry.prepared = prepared
+        return entry
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def _record_build(staging: Path, source: str, device: str, task: Task):
+    """A winner that compiles on its first call is built here, once, and inductor's artefacts
+    for it go into the entry (``prepare.record_inductor_cache``). Returns the built forward, or
+    None. Never fails the store: without them a warm start compiles, as before."""
+    from . import prepare
+    if not prepare.needs_build(source):
+        return None
+    try:
+        inputs = task.real_inputs
+        if inputs is None:
+            inputs = list(task.load().get_inputs())
+        return prepare.record_inductor_cache(staging, source, device, inputs)
+    except Exception as e:  # noqa: BLE001 - an optimisation of later starts, never an error
+        from .log import logger
+        logger.info("inductor artefacts of the winner not recorded (%s: %s)", type(e).__name__,
+                    str(e).splitlines()[0][:200] if str(e) else "")
+        return None
 
 
 def load_winner(entry: CacheEntry, device: str, module_name: str | None = None):

@@ -97,7 +97,14 @@ class GraphRunner:
                 SEEN_KEYS.append({"key": key, "graph": self.graph_id, "device": device,
                                   "hit": store.entry_path(key).is_dir(), "fields": fields})
                 return self.fallback()
-            entry = self._usable(store, store.load(key), device, full)
+            entry = store.load(key)
+            if entry is not None and opts.mode == "async" and self._trusted(store, entry) \
+                    and _not_ready(store, entry):
+                SEEN_KEYS.append({"key": key, "graph": self.graph_id, "device": device,
+                                  "hit": True, "fields": fields})
+                store.touch(key)
+                return self._serve_when_ready(store, entry, full, key, device)
+            entry = self._usable(store, entry, device, full)
             SEEN_KEYS.append({"key": key, "graph": self.graph_id, "device": device,
                               "hit": entry is not None, "fields": fields})
             if entry is not None:
@@ -198,7 +205,8 @@ class GraphRunner:
 
     def _from_entry(self, entry, device: str, hit: bool = True):
         from .entry import load_winner
-        forward = load_winner(entry, device)
+        # the process that stored the entry may have built its winner already (prepare.py)
+        forward = entry.prepared or load_winner(entry, device)
         if hit:
             STATS["cache_hits"] += 1
         what, where = "cache hit" if hit else "cached", ""
@@ -263,9 +271,47 @@ class GraphRunner:
                 entry = store.load(key)
             entry = self._usable(store, entry, device, full)
             if entry is not None:
-                self._swap(signature, self._from_entry(entry, device, hit=False), key)
+                self._swap(signature, self._built(entry, device, full, hit=False), key)
 
         threading.Thread(target=wait, name=f"cudal1-wait-{key[:8]}", daemon=True).start()
+        return _Deferred(self)
+
+    def _built(self, entry, device: str, full: list, hit: bool):
+        """The entry's winner, loaded and run once on ``full`` here, on a background thread, so
+        that a winner that compiles on its first call (prepare.py) does so before it is swapped
+        in, not in the serving call after the swap."""
+        from .prepare import warm_up
+        impl = self._from_entry(entry, device, hit=hit)
+        try:
+            warm_up(impl, full)
+            STATS["built_off_path"] += 1
+        except Exception as e:  # noqa: BLE001 - the serving call will meet the same failure
+            logger.debug("warming the winner of %s up failed (%s: %s)", entry.key,
+                         type(e).__name__, e)
+        return impl
+
+    def _serve_when_ready(self, store, entry, full: list, key: str, device: str):
+        """async mode, a cache hit that is not ready to serve (from another machine and not yet
+        checked here, or a winner that compiles on its first call): the fallback serves while a
+        background thread checks and builds it, then it is swapped in."""
+        signature = _signature(full[: len(full) - len(self.consts)])
+
+        def ready() -> None:
+            try:
+                usable = self._usable(store, entry, device, full)
+                if usable is None:
+                    logger.warning("cached entry %s not served; keeping the %s fallback", key,
+                                   self.options.fallback)
+                    return
+                self._swap(signature, self._built(usable, device, full, hit=True), key)
+                STATS["async_swaps"] += 1
+            except Exception as e:  # noqa: BLE001 - the fallback keeps serving
+                logger.warning("preparing the cached winner of %s failed (%s: %s); keeping the %s "
+                               "fallback", key, type(e).__name__, e, self.options.fallback)
+
+        logger.info("cache hit %s in async mode: serving the %s fallback while the winner is "
+                    "prepared off the serving path", key, self.options.fallback)
+        threading.Thread(target=ready, name=f"cudal1-prepare-{key[:8]}", daemon=True).start()
         return _Deferred(self)
 
     def _swap(self, signature, impl, key: str) -> None:
@@ -293,7 +339,7 @@ class GraphRunner:
                                "%s fallback. Log: %s", key, result.get("error") or result.get("status"),
                                self.options.fallback, result.get("log"))
                 return
-            self._swap(signature, self._from_entry(entry, device, hit=False), key)
+            self._swap(signature, self._built(entry, device, full, hit=False), key)
             STATS["async_swaps"] += 1
 
         STATS["async_jobs"] += 1
@@ -302,6 +348,13 @@ class GraphRunner:
         worker.submit(job, done, env=worker.secret_env(self.options),
                       log_dir=self.options.cache_path / "logs")
         return _Deferred(self)
+
+
+def _not_ready(store, entry) -> bool:
+    """An entry whose first use costs seconds: a check (from another machine) or a build."""
+    from .cache import foreign
+    from .prepare import needs_build
+    return foreign.needs_check(store, entry) or needs_build(entry.winner_source)
 
 
 def _acquire(lock, timeout: float) -> bool:

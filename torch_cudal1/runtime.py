@@ -66,6 +66,8 @@ def instantiate(source: str, entry_dir: Path, device: str, module_name: str):
     if side.exists():
         from safetensors.torch import load_file
         captured = load_file(str(side))
+    from .prepare import load_inductor_cache
+    load_inductor_cache(entry_dir / ARTIFACTS)   # inductor finds what it built where it was stored
     before = global_settings.snapshot()
     with prebuilt_extensions(entry_dir / ARTIFACTS):
         mod = load_source(source, module_name, captured=captured,

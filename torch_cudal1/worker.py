@@ -57,12 +57,22 @@ def write_job(store, key: str, fields: dict, task, device: str, options, inputs:
     opts = dict(dataclasses.asdict(options), mode="search")
     for secret in _secrets():  # never written to disk: passed to the worker in its environment
         opts.pop(secret, None)
+    # Which inputs are parameters, and which need grad: the worker's copies are the same kind, so
+    # that what inductor builds there (keyed by them) is what the serving process looks up.
+    grads = [i for i, x in enumerate(inputs) if getattr(x, "requires_grad", False)]
+    params = [i for i, x in enumerate(inputs) if isinstance(x, _parameter_type())]
     (d / JOB).write_text(json.dumps({"key": key, "fields": fields, "device": device,
                                      "options": opts, "task_name": task.name,
                                      "n_inputs": len(inputs), "scalars": scalars,
+                                     "requires_grad": grads, "parameters": params,
                                      "server_pid": os.getpid()},
                                     default=str))
     return d
+
+
+def _parameter_type():
+    import torch
+    return torch.nn.Parameter
 
 
 def _private_dir(d: Path) -> None:
@@ -247,10 +257,15 @@ def _real_inputs(directory: Path, job: dict) -> list | None:
         return None
     from safetensors.torch import load_file
     tensors = load_file(str(directory / REAL))
+    grads = set(job.get("requires_grad") or [])
+    params = set(job.get("parameters") or [])
     out = []
     for i in range(job["n_inputs"]):
         if f"input.{i}" in tensors:
-            out.append(tensors[f"input.{i}"])
+            t = tensors[f"input.{i}"]
+            grad = i in grads and (t.is_floating_point() or t.is_complex())
+            out.append(_parameter_type()(t, requires_grad=grad) if i in params
+                       else t.requires_grad_(grad))
         elif str(i) in job["scalars"]:
             out.append(job["scalars"][str(i)])
         else:

@@ -56,6 +56,7 @@ class CacheEntry:
     path: Path
     meta: dict
     source: str = "local"     # "remote" when this lookup installed it from the remote tier
+    prepared: object = None   # the winner's forward, when the process that stored it built it
 
     @property
     def foreign(self) -> dict | None:
