@@ -57,19 +57,28 @@ def measure(device: str, repeat: int, time_budget_s: float) -> list[dict]:
     return rows
 
 
+def _measure_in(path: str, args) -> list[dict]:
+    """``measure`` in a process whose ``torch_cudal1`` is the one in ``path``."""
+    code = (f"import json,sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); "
+            f"import verify_overhead as v; "
+            f"print('ROWS' + json.dumps(v.measure({args.device!r}, {args.repeat}, "
+            f"{args.time_budget_s})))")
+    env = dict(os.environ, PYTHONPATH=path)
+    r = subprocess.run([sys.executable, "-c", code], env=env, cwd=path, capture_output=True,
+                       text=True)
+    if r.returncode:
+        raise SystemExit(f"measuring {path} failed:\n{r.stderr[-3000:]}")
+    return json.loads(r.stdout.split("ROWS", 1)[1])
+
+
 def _other(rev: str, args) -> list[dict]:
+    if os.path.isdir(rev):   # a copy of another revision's torch_cudal1 (a machine without git)
+        return _measure_in(os.path.abspath(rev), args)
     with tempfile.TemporaryDirectory(prefix="cudal1-rev-") as d:
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", d, rev],
                        check=True, capture_output=True)
         try:
-            code = (f"import json,sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); "
-                    f"import verify_overhead as v; "
-                    f"print('ROWS' + json.dumps(v.measure({args.device!r}, {args.repeat}, "
-                    f"{args.time_budget_s})))")
-            env = dict(os.environ, PYTHONPATH=d)
-            out = subprocess.run([sys.executable, "-c", code], env=env, cwd=d, check=True,
-                                 capture_output=True, text=True).stdout
-            return json.loads(out.split("ROWS", 1)[1])
+            return _measure_in(d, args)
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", d],
                            capture_output=True)
@@ -81,14 +90,16 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--time-budget-s", type=float, default=2.0,
                     help="each candidate's timing budget (the search's default)")
-    ap.add_argument("--against", default=None, help="a git revision to compare with")
+    ap.add_argument("--against", default=None,
+                    help="a git revision to compare with, or a folder holding another revision's "
+                         "torch_cudal1")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     out = Path(args.out or ROOT / "benchmarks" / "results" / "verify_overhead" / args.device)
     now = measure(args.device, args.repeat, args.time_budget_s)
     before = _other(args.against, args) if args.against else None
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                          capture_output=True, text=True).stdout.strip()
+                          capture_output=True, text=True).stdout.strip() or "this checkout"
     cmd = "PYTHONPATH=. python3 benchmarks/verify_overhead.py " + " ".join(
         a for a in (argv if argv is not None else sys.argv[1:]))
     md = [f"# Verification cost per candidate ({args.device})", "",

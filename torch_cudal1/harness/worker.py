@@ -121,8 +121,12 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
             return 0
         if msg.get("op") == "batch":
             host: dict = {}
-            with quiet_cpu(host):
-                reply = runner.run(msg["calls"])
+            try:
+                with quiet_cpu(host):
+                    reply = runner.run(msg["calls"])
+            except BaseException as e:  # noqa: BLE001 - the harness's own work failed (memory)
+                reply = {"calls": [], "error": {"index": 0, "type": type(e).__name__,
+                                                "text": chain_text(e)[-4000:]}}
             reply["involuntary_switches"] = host.get("involuntary_switches", 0)
             protocol.send(rep_fd, reply)
         elif msg.get("op") == "ping":

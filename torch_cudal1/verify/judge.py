@@ -28,13 +28,16 @@ Writes ``result.json``: {"verdict", "timing", "build_dir", "phases"}.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -47,7 +50,7 @@ from ..harness import protocol
 from ..harness.calls import Inputs, Runner, Slots, flatten, memfd, mix, output_specs, quiet_cpu
 from ..harness.errors import classify_exception, classify_reported
 from ..harness.state import ModuleState
-from ..task import load_source
+from ..task import TENSORS_FILE, load_source
 from . import os_sandbox
 from .compare import ELEM_TOL, SLACK, compare, tolerances
 from .float64_trust import distrust
@@ -59,8 +62,10 @@ GRADS = ("no_grad", "inference")
 SAMPLED = 1024              # positions of each output checked on every timed call
 SLOT_SHARE = 1 / 16         # of host memory, for one batch's output slots (each side)
 MAX_BATCH = 50
-FIRST_CALL_FLOOR_S = 30.0   # an engine's candidate's first calls (its lazy compiles) get this long
-CALL_FLOOR_S = 5.0          # later batches: this, plus 20x what the reference took for the same calls
+FIRST_CALL_FLOOR_S = 120.0  # an engine's candidate's first calls (its lazy compiles) get this long
+CALL_FLOOR_S = 30.0         # later batches: this, plus 20x what the reference took for the same calls
+TIMED_BATCH = 16            # timed calls per batch at most: the clock's cross-check is per batch
+MIN_TIMED_BATCHES = 3       # and judged on the median batch of at least this many
 WORKER_MODULE = "torch_cudal1.harness.worker"
 
 
@@ -246,6 +251,15 @@ class Judge:
         self.worst = 0.0
         self.native_abs: list[float] = []
 
+    def _clock(self) -> tuple[float, float]:
+        return time.monotonic(), self.lock.waited_s
+
+    def _since(self, mark: tuple[float, float]) -> float:
+        """Seconds of work since ``mark``: waits for the device lock are counted apart
+        (``lock_wait_s``), so that the phases and the waits add up to the judge's time."""
+        t0, w0 = mark
+        return time.monotonic() - t0 - (self.lock.waited_s - w0)
+
     # -- the reference ------------------------------------------------------------------------
     def _build_reference(self, init) -> None:
         torch.manual_seed(self.seed0)
@@ -422,11 +436,12 @@ class Judge:
                                          + str(reply["settings_leaked"]))
         return recs
 
-    def run_calls(self, calls: list[dict], whats: list[str], like, timeout_s: float | None = None):
+    def run_calls(self, calls: list[dict], whats: list[str], like, timeout_s: float | None = None,
+                  locked: bool = True):
         """The candidate runs ``calls``; (records, outputs per call, wall seconds)."""
         if timeout_s is None:
             timeout_s = self.call_timeout(len(calls))
-        with self.lock.shared():
+        with self.lock.shared() if locked else contextlib.nullcontext():
             reply, wall = self.worker.batch(calls, timeout_s, f"in {whats[0]}")
         recs = self.batch_facts(reply, whats, like)
         self.guard(f"after {whats[-1]}")
@@ -457,9 +472,13 @@ class Judge:
         return self._ref_shares
 
     def call_timeout(self, n_calls: int, ref_s: float | None = None) -> float:
+        """How long a batch of the candidate's calls may take: in proportion to the reference's
+        own time for them (the harness's own candidates: what is left of the whole limit)."""
+        left = max(1.0, self.deadline - time.monotonic())
+        if self.trusted:
+            return left
         per = self.ref_call_s if ref_s is None else ref_s / max(n_calls, 1)
-        allowance = CALL_FLOOR_S + 20 * per * n_calls
-        return max(1.0, min(allowance, self.deadline - time.monotonic()))
+        return max(1.0, min(CALL_FLOOR_S + 20 * per * n_calls, left))
 
     def spec(self, **kw) -> dict:
         c = {"grad": random.SystemRandom().choice(GRADS)}
@@ -484,7 +503,7 @@ class Judge:
         from ..bench.device_lock import DeviceLock
         self.lock = DeviceLock(self.device)
         self._ref_shares = None
-        t0 = time.monotonic()
+        t0 = self._clock()
         init = self.task.get_init_inputs()
         self.seed0 = _fresh_seed()
         self._build_reference(init)
@@ -517,7 +536,7 @@ class Judge:
         self.ref_specs_like = first[0]
         self.ref_within_alias = _spans_overlap([(d, a, b, i) for i, (d, a, b, _) in
                                                 enumerate(_tensor_spans(first[0], 0))]) is not None
-        self.phases["reference_s"] = round(time.monotonic() - t0, 3)
+        self.phases["reference_s"] = round(self._since(t0), 3)
         self._start_worker()
         result = self._verify()
         if req.get("time_it"):
@@ -559,23 +578,35 @@ class Judge:
         else:
             # The harness's own candidates share the user's compiler caches, so that their
             # compiles are reused by later candidates and by the serving process.
-            from torch._inductor.runtime.cache_dir_utils import default_cache_dir
-            ind = env.get("TORCHINDUCTOR_CACHE_DIR") or default_cache_dir()
+            try:
+                from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+                ind = env.get("TORCHINDUCTOR_CACHE_DIR") or default_cache_dir()
+            except ImportError:
+                import getpass
+                ind = env.get("TORCHINDUCTOR_CACHE_DIR") or os.path.join(
+                    tempfile.gettempdir(), "torchinductor_" + getpass.getuser())
             tri = env.get("TRITON_CACHE_DIR") or os.path.join(
                 env.get("TRITON_HOME") or os.path.expanduser("~"), ".triton", "cache")
             env.update(TORCHINDUCTOR_CACHE_DIR=ind, TRITON_CACHE_DIR=tri)
             self.write_roots += [ind, tri]
         self.worker_env = env
         self.worker = Worker(self, self.specs, self.batch)
-        setup = {"task_file": str(wd / "task.py"), "candidate": str(wd / CANDIDATE_FILE),
+        # The worker's own copies, in the one folder it may write to: code that builds beside
+        # its own file (``os.path.dirname(__file__)``) builds there, and what it does to them
+        # changes nothing the judge reads.
+        own = wd / "worker"
+        for name in ("task.py", TENSORS_FILE, CANDIDATE_FILE, REAL_INPUTS_FILE):
+            if (wd / name).exists():
+                shutil.copy2(wd / name, own / name)
+        setup = {"task_file": str(own / "task.py"), "candidate": str(own / CANDIDATE_FILE),
                  "device": self.device, "seed0": self.seed0, "settings": req.get("settings") or {},
                  "specs": self.specs, "slots": self.batch, "stateful": self.stateful,
-                 "real_inputs": str(wd / REAL_INPUTS_FILE) if req.get("real_inputs") else None,
+                 "real_inputs": str(own / REAL_INPUTS_FILE) if req.get("real_inputs") else None,
                  "write_roots": self.write_roots + [str(wd / "worker")],
                  "isolate": not self.trusted}
-        t0 = time.monotonic()
+        t0 = self._clock()
         reply = self.worker.start(setup, max(1.0, self.deadline - time.monotonic()))
-        self.phases["build_s"] = round(time.monotonic() - t0, 3)
+        self.phases["build_s"] = round(self._since(t0), 3)
         if reply.get("error"):
             e = reply["error"]
             if e.get("type") == "no_model_new":
@@ -605,7 +636,7 @@ class Judge:
         self.ref_state.restore()
 
     def _verify(self) -> dict:
-        t0 = time.monotonic()
+        t0 = self._clock()
         n = len(self.draws)
         calls, whats = [], []
         for k in range(n):
@@ -618,12 +649,17 @@ class Judge:
                 calls[0]["grad"] = "no_grad"
             whats.append(f"draw {k}")
             if k == 0:   # the same input twice in a row: results must agree up to rounding
-                calls.append(self.spec(reuse="d0"))
+                # (under inference mode: code compiled per autograd mode compiles for both here,
+                # within the first calls' allowance)
+                calls.append(self.spec(reuse="d0", grad="inference"))
                 whats.append("draw 0, second run")
         first_s = None if self.trusted else max(FIRST_CALL_FLOOR_S, 100 * self.ref_call_s * len(calls))
         timeout = max(1.0, self.deadline - time.monotonic()) if first_s is None else \
             max(1.0, min(first_s, self.deadline - time.monotonic()))
-        recs, outs, _ = self.run_calls(calls, whats, self.ref_specs_like, timeout_s=timeout)
+        # Its first calls are where lazy compiles happen (CPU work, minutes for max-autotune):
+        # without the device lock, so that other processes' timings do not wait for them.
+        recs, outs, _ = self.run_calls(calls, whats, self.ref_specs_like, timeout_s=timeout,
+                                       locked=False)
         first, again = outs[0], outs[1]
         outs = [outs[0]] + outs[2:]
         if self.cmp(first, again, first)[0] != "ok":
@@ -653,11 +689,12 @@ class Judge:
                              "result")
         del again
         self.refill_check("before timing")
-        self.refill_check("before timing", partial=True)
+        for _ in range(3):
+            self.refill_check("before timing", partial=True)
         self.rng_check()
         if self.stateful:
             self.evolution_check()
-        self.phases["verify_s"] = round(time.monotonic() - t0, 3)
+        self.phases["verify_s"] = round(self._since(t0), 3)
         return {"verdict": Verdict.ok(
             f"{n} input draws match; anti-caching checks pass",
             rel_error=self.worst, trials=n,
@@ -737,7 +774,8 @@ class Judge:
         self.ref_state.restore()
         self.hi_state.restore()
         n = len(self.draws)
-        calls = [self.spec(reuse=f"d{k}", restore=(k == 0)) for k in range(n)]
+        # one autograd mode throughout: what is checked here is the state carried forward
+        calls = [self.spec(reuse=f"d{k}", restore=(k == 0), grad="no_grad") for k in range(n)]
         self.stateful = False   # no putting back between the reference's calls either
         try:
             exps = [self.reference(self.draws[k]) for k in range(n)]
@@ -756,7 +794,23 @@ class Judge:
 
     # -- timing -------------------------------------------------------------------------------
     def _time(self) -> Timing:
-        t0 = time.monotonic()
+        """Timing, with the clock's cross-check: a run whose reported times do not account for
+        the wall time is timed once more (a host busy with other work can make one run look so)
+        before it counts as tampering."""
+        t0 = self._clock()
+        try:
+            timing = self._time_run()
+        except Reject as r:
+            if r.verdict.reason != "timer_tampering" or "judge's clock" not in r.verdict.detail:
+                raise
+            timing = self._time_run()
+            timing.extra["timed_again"] = r.verdict.detail
+        self.guard("after timing")
+        self.refill_check("after timing")
+        self.phases["time_s"] = round(self._since(t0), 3)
+        return timing
+
+    def _time_run(self) -> Timing:
         budget = float(self.req.get("time_budget_s", 2.0))
         min_reps, reps, rel_spread = 10, 200, 0.05
         ref_fd = memfd(self.worker.slots.slot_bytes * self.batch)
@@ -764,20 +818,25 @@ class Judge:
         ref_runner = Runner(self.ref, self.inputs, ref_slots, self.device,
                             state=self.ref_state if self.stateful else None)
         cand_ms, ref_ms, host = [], [], {}
-        totals = {"W": 0.0, "S": 0.0, "O": 0.0, "ipc": 0.0, "n": 0}
+        batches: list[dict] = []
         rng = random.SystemRandom()
         full_checks = switches = 0
+        per_call_s = self.ref_call_s
         warm = True
         deadline = time.perf_counter() + budget
         try:
             with self.lock.exclusive(), quiet_cpu(host):
                 while True:
-                    size = 3 if warm else min(self.batch, max(2, reps - len(cand_ms)))
+                    # a batch about a quarter of the budget long (slow calls: small batches)
+                    fit = int(budget / 4 / max(per_call_s, 1e-6))
+                    size = 3 if warm else max(4, min(self.batch, TIMED_BATCH, fit,
+                                                     reps - len(cand_ms)))
                     calls = self._timed_calls(size, rng)
                     whats = [f"timed call {len(cand_ms) + i}" for i in range(size)]
                     t_r = time.perf_counter()
                     ref_rep = ref_runner.run(calls)
                     w_r = time.perf_counter() - t_r
+                    per_call_s = w_r / size   # the reference's, with the harness around it
                     if ref_rep.get("error"):
                         e = ref_rep["error"]
                         raise RuntimeError(f"the reference failed while timed: {e.get('text')}")
@@ -793,14 +852,12 @@ class Judge:
                     if not warm:
                         cand_ms += s_c
                         ref_ms += s_r
-                        totals["W"] += w_c
-                        totals["S"] += sum(s_c) / 1e3
-                        totals["O"] += max(0.0, w_r - sum(s_r) / 1e3)
-                        totals["ipc"] += self.worker.wall_ping
-                        totals["n"] += size
+                        batches.append({"W": w_c, "S": sum(s_c) / 1e3, "n": size,
+                                        "O": max(0.0, w_r - sum(s_r) / 1e3),
+                                        "ipc": self.worker.wall_ping})
                     warm = False
                     n = len(cand_ms)
-                    if n >= min_reps:
+                    if n >= min_reps and len(batches) >= MIN_TIMED_BATCHES:
                         med, iqr = _quartiles(cand_ms)
                         if (med > 0 and iqr <= rel_spread * med and n >= 2 * min_reps) or \
                                 n >= reps or time.perf_counter() > deadline:
@@ -814,26 +871,24 @@ class Judge:
                  "clock": "judge-cross-checked", "involuntary_switches": switches,
                  "judge_switches": host.get("involuntary_switches", 0),
                  **{k: v for k, v in host.items() if k != "involuntary_switches"}}
-        median = self._cross_check(median, totals, extra)
+        median = self._cross_check(median, batches, extra)
         ref_med, ref_spread = _quartiles(ref_ms)
         if self.req.get("pair_reference"):
             extra.update(paired_ref_ms=ref_med, paired_ref_spread_ms=ref_spread,
-                         paired_ref_n=len(ref_ms))
+                         paired_ref_n=len(ref_ms),
+                         paired_ref_switches=host.get("involuntary_switches", 0))
         else:
             extra["reference_ms"] = ref_med
-        self.guard("after timing")
-        self.refill_check("after timing")
-        self.phases["time_s"] = round(time.monotonic() - t0, 3)
         cuda = self.device.startswith("cuda")
         return Timing(median_ms=median, spread_ms=spread, n=len(cand_ms),
                       method="cuda_events_l2flush" if cuda else "cpu_perf_counter", extra=extra)
 
     def _timed_calls(self, size: int, rng) -> list[dict]:
-        """A batch of timed calls: each a new draw, or (about one in four) the previous call's
+        """A batch of timed calls: each a new draw, or (about one in two) the previous call's
         buffers refilled in part with a new draw."""
         calls = []
         for i in range(size):
-            if i and rng.random() < 0.25:
+            if i and rng.random() < 0.5:
                 calls.append(self.spec(refill=f"_t{i - 1}", seed=_fresh_seed(),
                                        partial=_fresh_seed(), keep_as=f"_t{i}"))
             else:
@@ -849,24 +904,32 @@ class Judge:
         return [mix(b, f, c["partial"]) if isinstance(b, torch.Tensor) and isinstance(
             f, torch.Tensor) and b.shape == f.shape else f for b, f in zip(base, fresh)]
 
-    def _cross_check(self, median: float, t: dict, extra: dict) -> float:
-        """The candidate's reported times against this process's clock. The wall time of its
-        timed batches, less the harness's own cost around each call (measured on the reference's
-        batches, the same code) and the pipe's round trip, is what its calls took; its reported
-        times (their sum) must account for it. Under 35% of it, beyond what the harness's noise
-        allows, is tampering; under 80% and the median is scaled up in proportion, so a sample
-        edited down buys at most 1.25x."""
-        if not t["n"]:
+    def _cross_check(self, median: float, batches: list[dict], extra: dict) -> float:
+        """The candidate's reported times against this process's clock. The wall time of a
+        timed batch, less the harness's own cost around each call (measured on the reference's
+        batch, the same code) and the pipe's round trip, is what its calls took; the reported
+        times (their sum) must account for it. Judged on the median batch, so that a batch the
+        host disturbed does not decide: under 35% is tampering; under 80% and the median is
+        scaled up in proportion, so times edited down buy at most 1.25x."""
+        ratios, calls_total, n = [], 0.0, 0
+        for b in batches:
+            calls_s = max(0.0, b["W"] - b["O"] - b["ipc"])
+            calls_total, n = calls_total + calls_s, n + b["n"]
+            slack = 0.35 * b["O"] + 0.005 + 5e-5 * b["n"]
+            if calls_s > slack:   # too short to tell otherwise (the harness's noise dominates)
+                ratios.append(b["S"] / calls_s)
+        if n:
+            extra["judge_ms"] = calls_total / n * 1e3
+        if not ratios:
             return median
-        calls_s = max(0.0, t["W"] - t["O"] - t["ipc"])
-        extra["judge_ms"] = calls_s / t["n"] * 1e3
-        slack = 0.35 * t["O"] + 0.02 + 5e-5 * t["n"]
-        explained = t["S"] / calls_s if calls_s > slack else 1.0
+        ratios.sort()
+        explained = ratios[len(ratios) // 2]
         extra["explained"] = round(explained, 3)
         if explained < 0.35:
+            s = sum(b["S"] for b in batches)
             raise Reject("timer_tampering", (
-                f"its own timings add up to {t['S'] * 1e3:.3f} ms of the {calls_s * 1e3:.3f} ms "
-                f"its {t['n']} timed calls took on the judge's clock"))
+                f"its own timings add up to {s * 1e3:.3f} ms of the {calls_total * 1e3:.3f} ms "
+                f"its {n} timed calls took on the judge's clock"))
         if explained < 0.8:
             extra["scaled_by_judge"] = round(0.8 / explained, 3)
             return median * 0.8 / explained
@@ -951,8 +1014,12 @@ def main() -> None:
         result = {"verdict": r.verdict.to_json()}
     except Exception as e:  # noqa: BLE001
         reason, detail = classify_exception(e)
-        result = {"verdict": Verdict.reject(
-            "error", f"the judge failed: {detail}\n{traceback.format_exc()[-1500:]}").to_json()}
+        if reason == "memory":   # the device was full (other jobs): the search retries alone
+            result = {"verdict": Verdict.reject("memory", f"the judge ran out of memory: {detail}")
+                      .to_json()}
+        else:
+            result = {"verdict": Verdict.reject(
+                "error", f"the judge failed: {detail}\n{traceback.format_exc()[-1500:]}").to_json()}
     finally:
         if j.worker is not None:
             j.worker.close()
