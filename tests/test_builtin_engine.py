@@ -425,8 +425,8 @@ BF16_PRODUCT = PLAIN.replace("torch.randn(16, 16), torch.randn(16, 16)",
 
 def test_tf32_candidates_are_proposed_on_gpus_for_float32_products(monkeypatch):
     """Eager, inductor and max-autotune under TF32 (and the rewritten graph through inductor,
-    where a rewrite fired): on a GPU, for graphs with float32 matrix products, unless switched
-    off."""
+    where a rewrite fired): on a GPU, for graphs with float32 matrix products, where the user's
+    float32_matmul_precision allows TF32 or the option opts in, unless switched off."""
     from torch_cudal1.graph import trace
     real = trace.trace_task
     monkeypatch.setattr(trace, "trace_task", lambda task, device: real(task, "cpu"))  # no GPU here
@@ -434,6 +434,20 @@ def test_tf32_candidates_are_proposed_on_gpus_for_float32_products(monkeypatch):
     def origins(src, device="cuda", **opts):
         cands = BuiltinEngine(Options.resolve(opts)).propose(Task(src), [], _ctx(1, device))
         return {c.origin for c in cands if "tf32" in c.origin}
+    before = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision("highest")   # PyTorch's default: full float32
+        assert origins(PLAIN) == set()
+        assert "builtin:tf32" in origins(PLAIN, tf32="on")   # the explicit opt-in
+        assert Options.resolve({"tf32": "on"}).verify_precision() == "high"
+        assert Options.resolve({}).verify_precision() == "highest"
+        torch.set_float32_matmul_precision("high")   # the user allows TF32
+        _tf32_candidates(origins)
+    finally:
+        torch.set_float32_matmul_precision(before)
+
+
+def _tf32_candidates(origins):
     assert origins(PLAIN) == {"builtin:tf32", "builtin:tf32+inductor",
                               "builtin:tf32+inductor-max-autotune"}
     assert origins(PLAIN, max_autotune="off") == {"builtin:tf32", "builtin:tf32+inductor"}

@@ -1,8 +1,8 @@
 """The reference's float64 copy running out of device memory is the device's fault, not the
-candidate's. Session 23: L2_3's float64 copy (43 GB) ran out beside a CUDA-graph candidate and
-two other tasks; the canary then found the copy "stopped running" and called two honest
-candidates tamperers. A float64 copy that never fits is dropped (native is the reference); one
-that ran before and runs out later is "memory", which the search verifies again alone."""
+candidate's (a 43 GB float64 copy beside other jobs can). A float64 copy that never fits is
+dropped (native is the reference); one that ran before and runs out later is "memory", which the
+search verifies again alone. It lives in the judge's process, out of the candidate's reach, so
+any other failure of it is the reference's own: dropped too, never blamed on the candidate."""
 from torch_cudal1.contracts import Candidate
 from torch_cudal1.task import Task
 from torch_cudal1.verify import evaluate
@@ -59,7 +59,7 @@ def _evaluate(tmp_path, limit: int):
 
 
 def test_float64_copy_running_out_later_is_memory_not_tampering(tmp_path):
-    # it answers the canary's two takes, then runs out beside the candidate
+    # it answers draw 0 and the first draws, then runs out beside the candidate
     verdict, timing = _evaluate(tmp_path, limit=2)
     assert not verdict.accepted and timing is None
     assert verdict.reason == "memory", (verdict.reason, verdict.detail)
@@ -73,13 +73,14 @@ def test_float64_copy_that_never_fits_is_dropped(tmp_path):
     assert timing is not None and timing.median_ms > 0
 
 
-def test_float64_copy_failing_otherwise_after_it_ran_is_still_tampering(tmp_path):
-    """Any other error from a float64 copy that answered before is what a candidate breaking it
-    looks like (adversarial/reference_float64_breaks.py): the canary's verdict stands."""
+def test_float64_copy_failing_otherwise_after_it_ran_is_dropped(tmp_path):
+    """Any other error from a float64 copy that answered before: the candidate cannot have
+    caused it (another process), so the native reference answers from there on."""
     path = tmp_path / "float64_breaks.py"
     path.write_text(TASK.replace("LIMIT", "2").replace(
         'torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 8.00 GiB")',
         'RuntimeError("expected scalar type Double but found Float")'))
     verdict, _ = evaluate(Task.from_file(path), Candidate(HONEST, origin="test:honest"),
                           timeout_s=120, time_budget_s=0.3)
-    assert verdict.reason == "timer_tampering", (verdict.reason, verdict.detail)
+    assert verdict.accepted, (verdict.reason, verdict.detail)
+    assert verdict.stats["reference"].startswith("native")

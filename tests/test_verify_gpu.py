@@ -64,14 +64,15 @@ def test_cuda_fault_is_a_crash_verdict(tmp_path):
 
 
 def test_honest_on_cuda_timing_fields(tmp_path):
+    from torch_cudal1.verify import os_sandbox
     src = (ADV / "honest_diag_broadcast.py").read_text()
-    v, t = _eval(src, build_cache_dir=str(tmp_path), cuda_graph=True, pair_reference=True)
+    v, t = _eval(src, build_cache_dir=str(tmp_path), pair_reference=True)
     assert v.accepted, v.detail
-    assert t.method == "cuda_events_l2flush_synced" and t.median_ms > 0
+    assert v.stats["sandbox"] == ("bwrap" if os_sandbox.active() else "none")
+    assert t.method == "cuda_events_l2flush" and t.median_ms > 0
     assert t.extra["paired_ref_ms"] > 0 and t.paired_speedup > 0
-    assert t.extra["l2_flush_bytes"] >= 64 * 2**20
-    assert t.extra["events_ms"] <= t.median_ms * 1.5
-    assert t.extra.get("cuda_graph_ms", 0) > 0
+    assert t.extra["checked_sampled"] == t.n and t.extra["checked_in_full"] >= 3
+    assert "judge_ms" in t.extra and t.extra["explained"] > 0.35
 
 
 @pytest.mark.parametrize("name", ["empty_reuse.py", "output_buffer_reuse.py", "cache_by_version.py",
@@ -92,6 +93,13 @@ def _leaves_side_stream_work():
             torch.cuda._sleep(5_000_000)
         return x + 1
     return fn
+
+
+def test_side_stream_left_running_is_seen_by_the_judge(tmp_path):
+    """Work left on a side stream: the outputs copied the moment the call returns are not the
+    answer (checked on every timed call too), whatever the worker's own clock says."""
+    v, _ = _eval(SIDE_STREAM, build_cache_dir=str(tmp_path), time_it=True)
+    assert not v.accepted and v.reason in ("async_work", "mismatch", "stale_output"), v.detail
 
 
 def test_synced_time_counts_side_stream_work():
@@ -164,15 +172,17 @@ def test_global_settings_on_cuda(name, tmp_path):
 
 
 @pytest.mark.parametrize("name", ["reference_weights.py", "reference_float64_copy.py",
-                                  "reference_global_hook.py", "honest_own_hooks.py"])
-def test_reference_watched_on_cuda(name, tmp_path):
-    """The canary and the reach snapshot on the device: changed reference answers are caught
-    there too, and an honest candidate keeps its canary (no false alarm from GPU rounding)."""
+                                  "reference_global_hook.py", "honest_own_hooks.py",
+                                  "timing_samples_edit.py", "memo_sampled_values.py",
+                                  "phase_by_batch_size.py", "env_no_grad_only.py",
+                                  "escape_ctypes_system.py", "two_outputs_same_tensor.py"])
+def test_judge_out_of_reach_on_cuda(name, tmp_path):
+    """The reference lives in the judge's process on the device too: a candidate that reaches
+    for it only changes its own answers, and the clock, the checks of every timed call and the
+    sandbox hold on the GPU as on the CPU (no false alarm from GPU rounding for the honest one)."""
     src = (ADV / name).read_text()
     task_name, expect = src.split("# task: ")[1].split("expect: ")
     task = Task.from_file(ADV / "tasks" / f"{task_name.strip()}.py")
     v, _ = evaluate(task, Candidate(src, origin=f"test:{name}"), device="cuda", timeout_s=300,
                     time_budget_s=0.3, build_cache_dir=str(tmp_path))
-    assert v.reason == expect.split()[0], v.detail
-    if v.accepted:
-        assert v.stats["canary"] == "kept"
+    assert v.reason in expect.split()[0].split("|"), (v.reason, v.detail)

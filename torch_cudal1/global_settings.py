@@ -264,3 +264,26 @@ def scoped(model, before: dict):
 def leaks(before: dict) -> dict:
     """Settings that differ from ``before`` now (after a module's calls)."""
     return diff(before, snapshot())
+
+
+def to_json(state: dict) -> dict:
+    """``state`` (a ``snapshot()``) as JSON values, for another process (``from_json``)."""
+    out = {}
+    for k, v in state.items():
+        if isinstance(v, torch.dtype):
+            v = {"dtype": str(v).replace("torch.", "")}
+        elif isinstance(v, tuple):
+            v = {"tuple": list(v)}
+        out[k] = v
+    return out
+
+
+def from_json(state: dict) -> dict:
+    out = {}
+    for k, v in (state or {}).items():
+        if isinstance(v, dict) and "dtype" in v:
+            v = getattr(torch, v["dtype"])
+        elif isinstance(v, dict) and "tuple" in v:
+            v = tuple(v["tuple"])
+        out[k] = v
+    return out

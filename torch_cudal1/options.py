@@ -64,7 +64,7 @@ class Options:
     baselines: str = "eager,inductor"  # comma-separated baselines measured first
     aoti: str = "off"                # built-in AOTInductor candidates: off | auto (GPU only) | on
     max_autotune: str = "auto"       # built-in candidate: the reference through inductor max-autotune (Triton GEMM/conv templates and reduction block sizes tuned on the device): auto (GPU, graphs with matrix products, convolutions or reductions, and no more distinct product/convolution shapes than verify_timeout_s can tune at ~20 s each) | on | off
-    tf32: str = "auto"               # built-in candidates with float32 matrix products on TF32 tensor cores, served only where they pass the verifier's float32 tolerance: auto (GPU, graphs with float32 products) | on | off (keeps full float32; part of the cache key)
+    tf32: str = "auto"               # float32 matrix products on TF32 tensor cores: auto (follows the user: where torch.get_float32_matmul_precision() is "high" or "medium", built-in TF32 candidates on a GPU for graphs with float32 products, verified at that precision) | on (explicit opt-in: proposed, and verified at "high", whatever the precision setting) | off (never; part of the cache key)
     cudnn_benchmark: str = "auto"    # built-in candidates with cuDNN's autotuning (cudnn.benchmark) for their own calls: auto (GPU, graphs with convolutions) | on | off
     channels_last: str = "auto"      # built-in candidates with the module's 4-D/5-D parameters and its inputs in the channels-last layout (tensor-core convolutions read NHWC): auto (GPU, graphs with 2-D or 3-D convolutions) | on | off
     arbitrate: str = "auto"          # time the winner against the user's graph (eager, inductor) in-process: auto (GPU) | on | off
@@ -172,6 +172,18 @@ class Options:
     @property
     def cache_path(self) -> Path:
         return Path(self.cache_dir).expanduser()
+
+    def verify_precision(self) -> str:
+        """The float32 precision candidates are verified at: the user's
+        (``torch.get_float32_matmul_precision()``), or at least ``"high"`` where ``tf32="on"``
+        opts in to TF32."""
+        import torch
+        user = torch.get_float32_matmul_precision()
+        if self.tf32 == "on" and user == "highest":
+            return "high"
+        if self.tf32 == "off":
+            return "highest"
+        return user
 
     def pairs_reference(self, device: str) -> bool:
         return auto_on_gpu(self.pair_reference, device)

@@ -188,6 +188,12 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
     """Search for the fastest verified implementation of ``task`` on ``device``."""
     say = progress or (lambda line: logger.info(line) if options.progress else None)
     start = time.monotonic()
+    precision = options.verify_precision()
+    from .verify import os_sandbox
+    if options.strict and os_sandbox.mode() != "none" and not os_sandbox.active():
+        raise SearchError("strict: candidate code would run without an OS sandbox ("
+                          + (os_sandbox.check() or "off") + "); install bubblewrap, or set "
+                          "CUDAL1_SANDBOX=none where the host is itself the sandbox")
     if len(options.baseline_names()) + options.rounds > 1:
         prestart_children()   # the first baseline's child forked too, no second import beside it
     keep = options.keep_workdirs
@@ -222,7 +228,7 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
         def check(item):
             i, cand = item
             verdict, _ = evaluate(task, cand, device=device, trials=options.trials,
-                                  timeout_s=timeout_s, time_it=False,
+                                  timeout_s=timeout_s, time_it=False, precision=precision,
                                   workdir=str(workroot / f"pre{len(attempts):03d}_{i}"),
                                   capture_limit_mb=options.capture_limit_mb)
             return id(cand), cut(verdict, timeout_s)
@@ -239,7 +245,7 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
         t0 = time.monotonic()
         timeout_s = timeout_s or options.verify_timeout_s
         verdict, timing = evaluate(task, cand, device=device, trials=options.trials,
-                                   timeout_s=timeout_s, workdir=str(wd),
+                                   timeout_s=timeout_s, workdir=str(wd), precision=precision,
                                    capture_limit_mb=options.capture_limit_mb,
                                    pair_reference=options.pairs_reference(device))
         verdict = cut(verdict, timeout_s)

@@ -227,6 +227,11 @@ def run_job(directory: Path) -> dict:
     try:
         if store.load(key) is not None:
             return {"status": "exists", "key": key}
+        flags = (job.get("fields") or {}).get("flags") or {}
+        if flags.get("float32_matmul_precision"):   # the user's precision: the search follows it
+            torch.set_float32_matmul_precision(flags["float32_matmul_precision"])
+        if "cudnn_tf32" in flags:
+            torch.backends.cudnn.allow_tf32 = bool(flags["cudnn_tf32"])
         task = Task.from_file(directory / "task.py")
         task.name = job.get("task_name") or task.name
         real = _real_inputs(directory, job)

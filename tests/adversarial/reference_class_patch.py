@@ -1,4 +1,4 @@
-# task: diag_matmul  expect: timer_tampering
+# task: diag_matmul  expect: mismatch|timer_tampering
 import sys
 
 import torch

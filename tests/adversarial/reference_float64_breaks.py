@@ -1,4 +1,4 @@
-# task: linear_act  expect: timer_tampering
+# task: linear_act  expect: crash|timer_tampering
 import torch
 import torch.nn as nn
 

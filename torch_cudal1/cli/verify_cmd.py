@@ -28,6 +28,10 @@ def register(subparsers) -> None:
     p.add_argument("--speedup", action="store_true",
                    help="also time the reference right after the candidate, in the same child "
                         "and under the same device lock, and report the ratio")
+    p.add_argument("--precision", choices=("highest", "high", "medium"), default=None,
+                   help="float32 precision the tolerances follow (default: torch's setting, "
+                        "'highest' unless changed): 'highest' refuses TF32/fp16/bf16 products "
+                        "on float32 data, 'high' allows TF32-level error")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
@@ -47,7 +51,8 @@ def run(args) -> int:
     verdict, timing = evaluate(task, Candidate(source, origin=f"file:{args.candidate}"),
                                device=device, trials=args.trials, timeout_s=args.timeout,
                                time_it=not args.no_time, check_stride=args.check_stride,
-                               pair_reference=args.speedup, build_cache_dir=build_dir(args))
+                               pair_reference=args.speedup, precision=args.precision,
+                               build_cache_dir=build_dir(args))
     out = {"verdict": "accepted" if verdict.accepted else "rejected", "reason": verdict.reason,
            "detail": verdict.detail,
            "median_ms": timing.median_ms if timing else None,

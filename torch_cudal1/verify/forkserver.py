@@ -295,12 +295,12 @@ def _child_main(msg: dict, fds: list[int]) -> None:
         os.chdir(msg["wd"])
         os.environ.clear()
         os.environ.update(msg["env"])
-        sys.argv = ["torch_cudal1.verify.child", msg["wd"]]
+        sys.argv = ["torch_cudal1.verify.judge", msg["wd"]]
         sys.path.insert(0, msg["wd"])
         import random
         random.seed()   # not the template's state, shared by every child
-        from . import child
-        child.main()
+        from . import judge
+        judge.main()
     finally:
         os._exit(70)
 
@@ -330,7 +330,7 @@ def serve(path: str, idle_s: float = _IDLE_DEFAULT_S) -> None:
         import torch._inductor.compile_fx  # noqa: F401
     except Exception:  # noqa: BLE001 - inductor is optional for plain candidates
         pass
-    importlib.import_module(__package__ + ".child")   # the harness itself, imported once here
+    importlib.import_module(__package__ + ".judge")   # the judge itself, imported once here
     if torch.cuda.is_initialized() or not _fork_is_safe():
         raise SystemExit("CUDA was initialised while importing: children could not fork safely")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -1,11 +1,13 @@
-"""Run one candidate in a child process: build, verify, and (if accepted) time it.
+"""Verify one candidate: build, check and (if accepted) time it, out of this process.
 
-The parent only reads the candidate's source (static filter, ``static.py``); everything that
-executes it happens in ``python -m torch_cudal1.verify.child WORKDIR`` (or the same code in a
-process forked from the ``forkserver`` template), in its own session (so the whole process group
-can be killed), dying with its parent, under a wall-clock limit and, on CPU, a memory limit
-(RLIMIT_AS; CUDA maps huge virtual ranges, so GPU runs get none unless asked). Whatever the
-candidate does (crash, hang, ``os._exit``, a CUDA fault) the parent turns into a Verdict.
+The parent only reads the candidate's source (static filter, ``static.py``). The verdict is
+made by the judge, ``python -m torch_cudal1.verify.judge WORKDIR`` (or the same code in a
+process forked from the ``forkserver`` template), which never runs candidate code: it starts the
+candidate's own worker inside the OS sandbox (``os_sandbox.py``) and talks to it through pipes
+and shared memory (``judge.py``). The judge runs in its own session (so the whole process group
+can be killed), dies with its parent, under a wall-clock limit and, on CPU, a memory limit
+(RLIMIT_AS, which the worker inherits; CUDA maps huge virtual ranges, so GPU runs get none unless
+asked). Whatever the candidate does (crash, hang, ``os._exit``, a CUDA fault) becomes a Verdict.
 
 Builds go to ``<build_cache_dir>/<hash of source, torch, GPU>`` so a retry does not rebuild; the
 extension directories are then copied to ``WORKDIR/build/<ext_name>/``, where the search picks up
@@ -109,7 +111,7 @@ def _start_child(wd: Path, env: dict, log, memory_limit_mb):
             logger.debug("verifier fork server unavailable (%s); starting a fresh interpreter", e)
         finally:
             os.close(r)
-    cmd = [sys.executable, "-m", "torch_cudal1.verify.child", str(wd)]
+    cmd = [sys.executable, "-m", "torch_cudal1.verify.judge", str(wd)]
     proc = subprocess.Popen(cmd, cwd=str(wd), env=env, stdout=log, stderr=subprocess.STDOUT,
                             stdin=subprocess.PIPE, preexec_fn=_limits(memory_limit_mb))
     return proc, proc.stdin
@@ -175,12 +177,16 @@ def evaluate(task: Task, candidate: Candidate, *, device: str = "cpu", trials: i
              extra_env: dict | None = None, memory_limit_mb: float | None = -1,
              build_cache_dir: str | None = None, check_stride: bool = False,
              cuda_graph: bool = False, time_budget_s: float = 2.0,
-             pair_reference: bool = False) -> tuple[Verdict, Timing | None]:
+             pair_reference: bool = False, precision: str | None = None,
+             settings: dict | None = None) -> tuple[Verdict, Timing | None]:
     """Verify ``candidate`` against ``task`` in a child process; time it when accepted (and,
     with ``pair_reference``, the reference right after it: ``timing.extra["paired_ref_ms"]``).
 
     ``memory_limit_mb``: -1 (default) = ``CUDAL1_VERIFY_MEMORY_MB`` or 32 GiB on CPU and none on
-    CUDA; ``None``/0 = no limit. ``verdict.stats`` gains ``phases`` (seconds per phase)."""
+    CUDA; ``None``/0 = no limit. ``verdict.stats`` gains ``phases`` (seconds per phase).
+    ``precision``: the float32 precision the tolerances follow (default: this process's
+    ``torch.get_float32_matmul_precision()``); ``settings``: the numerics settings the candidate
+    runs under (default: this process's, ``global_settings.snapshot()``)."""
     from .static import check_source
     reason, detail = check_source(candidate.source)
     if reason != "ok":
@@ -194,6 +200,13 @@ def evaluate(task: Task, candidate: Candidate, *, device: str = "cpu", trials: i
         env_mb = os.environ.get("CUDAL1_VERIFY_MEMORY_MB")
         memory_limit_mb = float(env_mb) if env_mb else (
             None if str(device).startswith("cuda") else CPU_MEMORY_LIMIT_MB)
+    if precision is None or settings is None:
+        import torch
+        from .. import global_settings
+        precision = precision or torch.get_float32_matmul_precision()
+        settings = settings if settings is not None else global_settings.snapshot()
+    from .. import global_settings as _gs
+    settings = _gs.to_json(settings)
     try:
         task.write(wd)
         (wd / CANDIDATE_FILE).write_text(candidate.source)
@@ -204,7 +217,8 @@ def evaluate(task: Task, candidate: Candidate, *, device: str = "cpu", trials: i
             "native": os.environ.get("CUDAL1_NATIVE", "auto"),
             "check_stride": check_stride, "cuda_graph": cuda_graph,
             "time_budget_s": time_budget_s, "pair_reference": pair_reference,
-            "isolate": not _ours(candidate)}))
+            "isolate": not _ours(candidate), "precision": precision, "settings": settings,
+            "timeout_s": timeout_s, "worker_env": extra_env or {}}))
         env = child_env(extra_env, build_cache_dir)
         t0 = time.monotonic()
         with open(wd / "child.log", "wb") as log:
@@ -219,7 +233,7 @@ def evaluate(task: Task, candidate: Candidate, *, device: str = "cpu", trials: i
             except OSError:
                 pass
             try:
-                rc = proc.wait(timeout=timeout_s)
+                rc = proc.wait(timeout=timeout_s + 30.0)   # the judge keeps the limit itself
             except subprocess.TimeoutExpired:
                 _kill_group(proc)
                 proc.wait()

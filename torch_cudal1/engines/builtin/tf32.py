@@ -49,7 +49,11 @@ def has_fp32_products(gm: torch.fx.GraphModule) -> bool:
 
 
 def enabled(setting: str, device: str, products: bool) -> bool:
-    """``auto``: on a GPU, for graphs with float32 matrix products."""
+    """``auto``: on a GPU, for graphs with float32 matrix products, where the user's
+    ``float32_matmul_precision`` allows TF32 (``"high"`` or ``"medium"``); ``on``: always."""
+    import torch
+    if setting == "auto" and torch.get_float32_matmul_precision() == "highest":
+        return False
     return auto_on_gpu(setting, device, products)
 
 

@@ -1,12 +1,16 @@
-"""Run-time limits of the verifier's child: memory limit and an audit hook.
+"""An audit hook in the candidate's worker: attempts named, inside the OS sandbox.
 
-The audit hook (PEP 578) is the second line behind ``static.py``: it sees process creation,
-sockets, ``ctypes.dlopen`` of libc, file writes, walks of the heap (``gc.get_objects``) and
-functions given another body (``f.__code__ = ...``), however the candidate spelled them. Builds are
-allowed to run their compilers: a subprocess is allowed when the code that asked for it lives in
-an installed library (torch's cpp_extension runs ninja, Triton runs ptxas and cc), never when the
-candidate's own file asked for it. A violation ends the child at once with a ``forbidden_call``
-verdict written by ``on_violation`` (catching the exception would not help the candidate).
+The operating system's sandbox (``verify/os_sandbox.py``) is the boundary: whatever the candidate
+tries, it has no network, writes only its own folders and its processes die with it. The audit
+hook (PEP 578) is a second line that gives an attempt a name (``forbidden_call``) where Python
+code makes it: process creation, sockets, C functions reached through ``ctypes`` (``system``,
+``fork``, ``socket``, ``link``, ...), changes to files outside its folders (writes, hard and
+symbolic links, truncation, new folders), walks of the heap (``gc.get_objects``) and functions
+given another body (``f.__code__ = ...``), however the candidate spelled them. Builds may run
+their compilers: a subprocess is allowed when the code that asked for it lives in an installed
+library (torch's cpp_extension runs ninja, Triton runs ptxas and cc), never when the candidate's
+own file asked. A violation ends the worker at once (``on_violation``). ``CUDAL1_AUDIT=0`` leaves
+it out (the sandbox tests use that, to show the OS boundary holds on its own).
 """
 from __future__ import annotations
 
@@ -21,7 +25,8 @@ _STDLIB = tuple({os.path.realpath(p) + os.sep for p in (
     sysconfig.get_paths()["stdlib"], os.path.dirname(os.__file__))})
 _PROC_EVENTS = {"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork",
                 "os.forkpty", "pty.spawn", "os.kill", "os.killpg"}
-_NET_EVENTS = {"socket.connect", "socket.bind", "socket.sendto", "socket.getaddrinfo"}
+_NET_EVENTS = {"socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg",
+               "socket.getaddrinfo", "socket.gethostbyname", "socket.__new__"}
 # Walking the heap finds the reference model and the harness (to change what they compute).
 _GC_EVENTS = {"gc.get_objects", "gc.get_referrers", "gc.get_referents"}
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
@@ -53,6 +58,34 @@ def _caller_is_library() -> bool:
     return False
 
 
+def _path(arg) -> str | None:
+    if isinstance(arg, int) and arg >= 0:   # a file descriptor (os.truncate on an fd, say)
+        try:
+            return os.readlink(f"/proc/self/fd/{arg}")
+        except OSError:
+            return None
+    if isinstance(arg, (str, bytes, os.PathLike)):
+        return os.path.realpath(os.fsdecode(arg))
+    return None
+
+
+# Events that change the file system: which of their arguments name what is changed.
+_FS_EVENTS = {"os.remove": (0,), "os.rename": (0, 1), "os.rmdir": (0,), "shutil.rmtree": (0,),
+              "os.chmod": (0,), "os.chown": (0,), "os.utime": (0,), "os.mkdir": (0,),
+              "os.symlink": (1,), "os.link": (0, 1), "os.truncate": (0,),
+              "os.setxattr": (0,), "os.removexattr": (0,), "shutil.move": (0, 1),
+              "shutil.copyfile": (1,), "shutil.copytree": (1,), "os.mkfifo": (0,),
+              "os.mknod": (0,)}
+# C functions a candidate could reach through ctypes to leave its process's rules behind.
+_LIBC_DANGER = {"system", "popen", "fork", "vfork", "clone", "clone3", "daemon", "setsid",
+                "execv", "execve", "execvp", "execvpe", "execl", "execle", "execlp", "fexecve",
+                "posix_spawn", "posix_spawnp", "kill", "killpg", "socket", "connect", "bind",
+                "sendto", "sendmsg", "send", "syscall", "unlink", "unlinkat", "link", "linkat",
+                "symlink", "symlinkat", "truncate", "ftruncate", "mkdir", "mkdirat", "rename",
+                "renameat", "open", "open64", "openat", "creat", "fopen", "ptrace", "dlopen",
+                "mprotect", "process_vm_writev", "prctl", "unshare", "setns", "mount", "chroot"}
+
+
 def install(allowed_write_roots: list[str], on_violation, shared: bool = True) -> None:
     """Install the audit hook. ``on_violation(detail)`` must not return. ``shared``: writes to the
     user's temporary directory and compiler caches (``~/.cache``, ``~/.triton``) are allowed too,
@@ -72,6 +105,9 @@ def install(allowed_write_roots: list[str], on_violation, shared: bool = True) -
             if event in _PROC_EVENTS or event.startswith("os.exec") or event.startswith("os.spawn"):
                 if not _caller_is_library():
                     on_violation(f"{event} {str(args)[:200]}")
+            elif event == "socket.__new__":
+                if not _caller_is_library():
+                    on_violation(f"{event} {str(args)[:200]}")
             elif event in _NET_EVENTS:
                 on_violation(f"{event} {str(args)[:200]}")
             elif event in _GC_EVENTS:
@@ -81,6 +117,11 @@ def install(allowed_write_roots: list[str], on_violation, shared: bool = True) -
                 # another function's body under its old name: the reference's ops, say
                 if not _caller_is_library():
                     on_violation(f"setting {getattr(args[0], '__qualname__', '?')}.__code__")
+            elif event == "ctypes.dlsym":
+                name = args[1] if len(args) > 1 else ""
+                name = name.decode(errors="replace") if isinstance(name, bytes) else str(name)
+                if name in _LIBC_DANGER and not _caller_is_library():
+                    on_violation(f"ctypes: the C function {name}")
             elif event == "ctypes.dlopen":
                 name = str(args[0] if args else "")
                 base = os.path.basename(name)
@@ -95,11 +136,11 @@ def install(allowed_write_roots: list[str], on_violation, shared: bool = True) -
                     p = os.path.realpath(os.fsdecode(path))
                     if not (p + os.sep).startswith(roots) and p != "/dev/null":
                         on_violation(f"write to {p}")
-            elif event in ("os.remove", "os.rename", "os.rmdir", "shutil.rmtree", "os.chmod"):
-                p = os.path.realpath(os.fsdecode(args[0])) if args and isinstance(
-                    args[0], (str, bytes)) else ""
-                if not (p + os.sep).startswith(roots):
-                    on_violation(f"{event} {p}")
+            elif event in _FS_EVENTS:
+                for i in _FS_EVENTS[event]:
+                    p = _path(args[i]) if len(args) > i else None
+                    if p is None or not (p + os.sep).startswith(roots):
+                        on_violation(f"{event} {p or args[i] if len(args) > i else ''}")
         finally:
             in_hook[0] = False
 

@@ -37,7 +37,7 @@ def trim_build_log(text: str, max_lines: int = 12, max_chars: int = 1500) -> str
     return out[:max_chars]
 
 
-def _chain_text(e: BaseException) -> str:
+def chain_text(e: BaseException) -> str:
     parts, seen = [], set()
     while e is not None and id(e) not in seen:
         seen.add(id(e))
@@ -53,13 +53,20 @@ def _chain_text(e: BaseException) -> str:
 
 def classify_exception(e: BaseException) -> tuple[str, str]:
     """(reason, detail) for an exception raised by candidate code."""
-    text = _chain_text(e)
-    name = type(e).__name__
-    if isinstance(e, MemoryError) or "out of memory" in text or "can't allocate memory" in text \
-            or "Cannot allocate memory" in text:
-        return "memory", f"{name}: {str(e)[:600]}"
     if isinstance(e, SyntaxError):
         return "build_error", f"SyntaxError at line {e.lineno}: {e.msg}"
+    return classify_reported(type(e).__name__, chain_text(e), memory=isinstance(e, MemoryError))
+
+
+def classify_reported(name: str, text: str, memory: bool = False) -> tuple[str, str]:
+    """(reason, detail) for an exception known by its type name and text (``chain_text``), as
+    the candidate's worker reports it: the judge classifies, the worker only describes."""
+    msg = text[len(name) + 2:] if text.startswith(name + ": ") else text
+    if memory or name == "MemoryError" or "out of memory" in text or "can't allocate memory" in text \
+            or "Cannot allocate memory" in text:
+        return "memory", f"{name}: {msg[:600]}"
+    if name in ("SyntaxError", "IndentationError", "TabError"):
+        return "build_error", f"{name}: {msg[:600]}"
     if any(m in text for m in _BUILD_MARKERS) and (
             name in ("RuntimeError", "CalledProcessError", "ImportError", "OSError",
                      "CompilationError", "CompileTimeAssertionFailure")
@@ -67,6 +74,4 @@ def classify_exception(e: BaseException) -> tuple[str, str]:
         m = re.search(r"Error building extension '([^']+)'", text)
         head = f"build of {m.group(1)} failed" if m else f"build failed ({name})"
         return "build_error", head + ":\n" + trim_build_log(text)
-    if "CUDA error" in text or "device-side assert" in text or "illegal memory access" in text:
-        return "crash", f"{name}: {str(e)[:800]}"
-    return "crash", f"{name}: {str(e)[:800]}"
+    return "crash", f"{name}: {msg[:800]}"

@@ -1,7 +1,8 @@
-"""Identity checks of the functions the harness relies on (timers, RNG, comparisons, Tensor
-methods). A candidate runs in the harness's interpreter, so it could replace ``time.perf_counter``
-or ``torch.allclose``; the snapshot is taken before the candidate is imported and compared after
-import, construction, every call and timing -> ``timer_tampering``.
+"""Identity checks of process-wide functions (timers, RNG, comparisons, Tensor methods) in the
+candidate's worker. Rebinding them changes every caller in the process that serves the candidate,
+and is how a candidate would try to steer the worker's own code: the snapshot is taken before the
+candidate is imported and compared after its construction and after every batch of calls ->
+``timer_tampering``. The judge, in another process, does not depend on them.
 """
 from __future__ import annotations
 
@@ -46,9 +47,9 @@ _MODULE_FUNCS = {
                "open", "print", "getattr", "setattr", "hasattr", "id", "iter", "next", "zip",
                "range", "repr", "str", "list", "dict", "tuple", "any", "all", "round"),
 }
-_HARNESS_MODULES = ("torch_cudal1.verify.compare", "torch_cudal1.verify.child",
-                    "torch_cudal1.verify.guards", "torch_cudal1.verify.sandbox",
-                    "torch_cudal1.bench.timing", "torch_cudal1.bench.native", "json", "__main__")
+_HARNESS_MODULES = ("torch_cudal1.harness.calls", "torch_cudal1.harness.protocol",
+                    "torch_cudal1.harness.guards", "torch_cudal1.harness.audit",
+                    "torch_cudal1.harness.state", "json", "__main__")
 
 
 def _attrs(owner, names):
@@ -83,6 +84,7 @@ def snapshot() -> dict:
             snap[f"{mod.__name__}.{n}"] = v
     for name in ("torch", "torch.cuda", "time", "random", "os", "json", "threading", "builtins"):
         snap[f"sys.modules[{name}]"] = sys.modules.get(name)
+    snap.update(reach())
     for name in _HARNESS_MODULES:
         mod = sys.modules.get(name)
         if mod is None:
@@ -98,8 +100,8 @@ def snapshot() -> dict:
     return snap
 
 
-# What a reference's forward calls through, besides the task's own module: patched there (say
-# ``torch.diag = ...`` at import), reference and candidate would agree on wrong answers.
+# What any model's forward calls through: rebound (say ``torch.diag = ...`` at import), every
+# other model in the serving process would compute something else.
 _REACH_MODULES = ("torch", "torch.nn.functional", "torch._C._nn", "torch.linalg", "torch.fft",
                   "torch.special")
 # Rebound by torch itself: on Dynamo's import (``snapshot`` watches it, taken after that import)
@@ -125,10 +127,10 @@ def _callables(prefix: str, namespace: dict, snap: dict) -> None:
 
 
 def reach(task_module=None) -> dict:
-    """Map "owner.name" -> object for what a reference's forward reaches: torch's functional
+    """Map "owner.name" -> object for what a model's forward reaches: torch's functional
     namespaces, Tensor's methods, every ``nn.Module`` class's methods, the global module hooks,
-    the ATen operators loaded so far (an FX graph's ``torch.ops.aten.X.default``) and the task module's globals and
-    classes. Taken once the reference has run, so that the operators it uses are loaded."""
+    the ATen operators loaded so far (an FX graph's ``torch.ops.aten.X.default``) and, given one,
+    a module's globals and classes."""
     snap: dict = {}
     for name in _REACH_MODULES:
         mod = sys.modules.get(name)
@@ -165,10 +167,9 @@ def reach(task_module=None) -> dict:
     return snap
 
 
-def changed(before: dict, task_module=None, *, reached: bool = False) -> list[str]:
-    """Names whose object is no longer the one in ``before`` (a ``snapshot()``, or with
-    ``reached`` a ``reach(task_module)``)."""
-    now = reach(task_module) if reached else snapshot()
+def changed(before: dict) -> list[str]:
+    """Names whose object is no longer the one in ``before`` (a ``snapshot()``)."""
+    now = snapshot()
     return [k for k, v in before.items()
             if (now.get(k) != v if isinstance(v, _Contents) else now.get(k, _MISSING) is not v)]
 

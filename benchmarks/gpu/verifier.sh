@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The verifier on a GPU machine, in one call: the OS sandbox with CUDA inside it, the GPU tests of
+# the verifier, CUDA-L1's solutions re-verified (resumable: run it again to go on), and the cost
+# of one verification before and after the judge moved out of the candidate's process.
+# Results under $OUT (README.md, verdicts.jsonl, logs). Carried (git-ignored) in .carry/:
+#   bwrap/        bubblewrap and the libraries it links, for a host without the package
+#   kernelbench/  the KernelBench data file
+#   old_verifier/ torch_cudal1 of the revision to compare the cost with
+#   verify_solutions/verdicts.jsonl  verdicts of an earlier call (optional: it resumes from them)
+# STEPS (default "probe tests solutions overhead"), LIMIT (seconds, default 560), WORKERS,
+# IDS (only these solutions: L1_12,L2_3,...).
+set -u
+LIMIT=${LIMIT:-560}
+STEPS=${STEPS:-probe tests solutions overhead}
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+OUT=${OUT:-$PWD/benchmarks/results/gpu-verifier}
+mkdir -p "$OUT"
+[ -x .carry/bwrap/bwrap ] && ! command -v bwrap >/dev/null && export CUDAL1_BWRAP=$PWD/.carry/bwrap/bwrap
+export CUDAL1_SANDBOX=${CUDAL1_SANDBOX:-bwrap}
+# one core for timings, the builds on the others
+export CUDAL1_TIMING_CPUS=${CUDAL1_TIMING_CPUS:-0} CUDAL1_WORK_CPUS=${CUDAL1_WORK_CPUS:-1-$(( $(nproc) - 1 ))}
+left() { echo $(( LIMIT - SECONDS )); }
+nvidia-smi --query-gpu=name,driver_version,memory.used --format=csv > "$OUT/gpu.txt" 2>&1
+has() { case " $STEPS " in *" $1 "*) return 0;; esac; return 1; }
+
+if has probe; then
+  python3 - > "$OUT/probe.txt" 2>&1 <<'PY'
+import subprocess, sys
+from torch_cudal1.verify import os_sandbox
+print("sandbox check:", repr(os_sandbox.check()))
+cmd = os_sandbox.wrap([sys.executable, "-c", "import torch; x = torch.ones(4, device='cuda'); "
+                       "print('cuda in the sandbox:', float(x.sum()), torch.cuda.get_device_name())"],
+                      chdir="/tmp", writable=[], gpu=True)
+r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+print(r.returncode, r.stdout, r.stderr[-2000:])
+PY
+  cat "$OUT/probe.txt"
+fi
+
+if has tests; then
+  secs=${TESTS_S:-200}
+  timeout $secs python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_verify_gpu.py \
+    tests/test_verify_stateful.py > "$OUT/gpu_tests.log" 2>&1
+  tail -15 "$OUT/gpu_tests.log"
+fi
+
+if has solutions; then
+  mkdir -p "$OUT/solutions"
+  [ -f .carry/verify_solutions/verdicts.jsonl ] && cp .carry/verify_solutions/verdicts.jsonl "$OUT/solutions/"
+  secs=$(( $(left) - ${RESERVE:-150} ))
+  if [ $secs -gt 60 ]; then
+    timeout $(( secs + 120 )) python3 benchmarks/verify_solutions.py \
+      --data .carry/kernelbench/cudal1_h100_dev.jsonl \
+      --records benchmarks/results/h200/kernelbench/results.jsonl --device cuda \
+      --workers ${WORKERS:-10} --max-seconds $secs --out "$OUT/solutions" ${IDS:+--ids $IDS} \
+      > "$OUT/solutions.log" 2>&1
+    tail -30 "$OUT/solutions.log"
+  fi
+fi
+
+if has overhead && [ $(left) -gt 100 ] && [ -d .carry/old_verifier ]; then
+  timeout $(( $(left) - 10 )) python3 benchmarks/verify_overhead.py --device cuda --repeat ${REPEAT:-2} \
+    --against .carry/old_verifier --out "$OUT/overhead" > "$OUT/overhead.log" 2>&1
+  tail -12 "$OUT/overhead.log"
+fi
+cd "$OUT" && tar czf "$OUT/../verifier_results.tgz" . 2>/dev/null; mv "$OUT/../verifier_results.tgz" "$OUT/" 2>/dev/null
+echo "done in ${SECONDS}s"

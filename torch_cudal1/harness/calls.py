@@ -1,0 +1,389 @@
+"""Batches of calls of a model: the same code for the judge's reference and the worker's candidate.
+
+Every call, whatever it is for (a verification draw, a repeat, a timed call), does the same:
+
+1. its inputs: a fresh draw of the task's ``get_inputs()`` under a seed the judge chose (made on
+   the device, so a new draw per timed call costs little), the tensors of an earlier call again,
+   or an earlier call's tensors refilled in place with a new draw;
+2. the L2 cache flushed (GPU), the call timed (CUDA events on the current stream, or the CPU
+   clock) under the autograd context the judge chose (``no_grad`` or ``inference_mode``);
+3. its outputs copied, the moment it returns and ordered on the current stream, into the call's
+   slot of shared memory: what a caller reading them right away would see;
+4. the device synchronised, then facts about the call written down for the judge: outputs that
+   are not exact dense tensors, outputs that changed after the return (work left running),
+   inputs changed by the call, where outputs live (memory shared between outputs), threads the
+   candidate left running.
+
+At the end of a batch: outputs that changed while later calls ran, process settings left changed
+(functions rebound: a separate request, ``harness/worker.py``, so that its cost stays out of the
+batches the judge times). The judge compares the slots with its own reference and decides; nothing
+here is a verdict. Because every call does the same, a candidate cannot tell the calls that are
+checked from the others: the judge checks any of them, chosen after the batch.
+"""
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+import threading
+import time
+
+import numpy as np
+import torch
+
+from .errors import chain_text
+from .protocol import layout
+
+THREAD_GRACE_S = 0.05     # how long finished-looking outputs must stay unchanged
+FLUSH_MIN_BYTES = 64 << 20
+
+
+def dtype_of(name: str) -> torch.dtype:
+    return getattr(torch, name.replace("torch.", ""))
+
+
+def flatten(out) -> list:
+    if isinstance(out, (list, tuple)):
+        res = []
+        for o in out:
+            res.extend(flatten(o))
+        return res
+    if isinstance(out, dict):
+        return flatten([out[k] for k in sorted(out, key=str)])
+    return [out]
+
+
+def fingerprint(t: torch.Tensor) -> int:
+    """An exact integer over a tensor's values: its bytes in logical order summed as 64-bit words
+    (wrapping), the tail bytes one by one. The same on any device, one pass at memory speed, and
+    changed by any change a candidate would make by accident. Host tensors are summed by NumPy,
+    on this thread alone: torch's parallel reductions wait on worker threads, which a busy host
+    delays by milliseconds, and that noise would land in the harness's share of the wall time."""
+    b = t.detach().contiguous().reshape(-1).view(torch.uint8)
+    n = b.numel() // 8 * 8
+    if b.device.type == "cpu":
+        a = b.numpy()
+        total = int(a[:n].view(np.uint64).sum(dtype=np.uint64)) if n else 0
+        return total + int(a[n:].sum(dtype=np.uint64))
+    total = int(b[:n].view(torch.int64).sum()) % (1 << 64) if n else 0
+    if n < b.numel():
+        total += int(b[n:].sum(dtype=torch.int64))
+    return total
+
+
+def is_dense(t) -> bool:
+    if type(t) is not torch.Tensor:
+        return False
+    if t.device.type == "meta" or t.layout != torch.strided or t.is_nested:
+        return False
+    if t.numel() == 0:
+        return True
+    try:
+        st = t.untyped_storage()
+        if st.data_ptr() == 0 or st.nbytes() == 0:
+            return False
+        need = t.storage_offset() + sum((s - 1) * abs(d) for s, d in zip(t.shape, t.stride())) + 1
+        return need * t.element_size() <= st.nbytes()
+    except (RuntimeError, NotImplementedError):
+        return False
+
+
+def output_specs(outputs) -> list[dict | None]:
+    """What a slot holds for each output: {"shape", "dtype", "nbytes"} per tensor, None else."""
+    specs = []
+    for o in flatten(outputs):
+        if isinstance(o, torch.Tensor):
+            specs.append({"shape": list(o.shape), "dtype": str(o.dtype).replace("torch.", ""),
+                          "nbytes": o.numel() * o.element_size()})
+        else:
+            specs.append(None)
+    return specs
+
+
+class Slots:
+    """``count`` slots of ``slot_bytes`` in a shared file (``fd``), as one host uint8 tensor;
+    registered with CUDA (pinned) where possible, so device-to-slot copies are DMA."""
+
+    def __init__(self, fd: int, count: int, specs: list, device: str):
+        self.offsets, self.slot_bytes = layout(specs)
+        self.specs, self.count = specs, count
+        self.mm = mmap.mmap(fd, count * self.slot_bytes)
+        self.buf = torch.frombuffer(self.mm, dtype=torch.uint8)
+        self.pinned = False
+        if str(device).startswith("cuda"):
+            try:
+                rc = torch.cuda.cudart().cudaHostRegister(self.buf.data_ptr(), self.buf.numel(), 0)
+                self.pinned = int(getattr(rc, "value", rc)) == 0
+            except Exception:  # noqa: BLE001 - pageable copies are slower, not wrong
+                self.pinned = False
+
+    def view(self, slot: int, i: int) -> torch.Tensor:
+        s = self.specs[i]
+        start = slot * self.slot_bytes + self.offsets[i]
+        return self.buf[start:start + s["nbytes"]].view(dtype_of(s["dtype"])).view(s["shape"])
+
+    def close(self) -> None:
+        if self.pinned:
+            try:
+                torch.cuda.cudart().cudaHostUnregister(self.buf.data_ptr())
+            except Exception:  # noqa: BLE001
+                pass
+        del self.buf
+        try:
+            self.mm.close()
+        except BufferError:   # views still alive: the mapping goes with the process
+            pass
+
+
+class Inputs:
+    """The task's inputs: a draw under a seed, made on the device (the task's ``get_inputs``
+    under the device's default), or the real inputs of the first call."""
+
+    def __init__(self, task_module, device: str, real: list | None = None):
+        self.task, self.device, self.real_inputs = task_module, device, real
+
+    def draw(self, seed: int) -> list:
+        torch.manual_seed(seed)
+        with torch.device(self.device):
+            xs = self.task.get_inputs()
+        return [x.to(self.device) if isinstance(x, torch.Tensor) else x for x in xs]
+
+    def real(self) -> list:
+        return [x.to(self.device).clone() if isinstance(x, torch.Tensor) else x
+                for x in self.real_inputs]
+
+
+def mix(old: torch.Tensor, new: torch.Tensor, seed: int, fraction: float = 0.15) -> torch.Tensor:
+    """``old`` with a random part replaced by ``new``'s values: about ``fraction`` of the slices
+    along its first dimension longer than one (whole samples of a batch keep their structure), or,
+    where ``old`` is symmetric in its last two dimensions, rows and the matching columns (so it
+    stays symmetric). A cache keyed on an input's address and a few of its values misses such a
+    change unless it happens to look where it was made."""
+    if old.dim() == 0 or old.numel() == 0 or old.shape != new.shape:
+        return new.clone()
+    g = torch.Generator().manual_seed(int(seed))
+    square = old.dim() >= 2 and old.shape[-1] == old.shape[-2] > 1
+    if square and torch.equal(old, old.transpose(-1, -2)):
+        n = old.shape[-1]
+        sel = torch.rand(n, generator=g) < fraction
+        sel[int(torch.randint(0, n, (1,), generator=g))] = True
+        m = sel[:, None] | sel[None, :]
+    else:
+        d = next((i for i, s in enumerate(old.shape) if s > 1), 0)
+        n = old.shape[d]
+        sel = torch.rand(n, generator=g) < fraction
+        sel[int(torch.randint(0, n, (1,), generator=g))] = True
+        m = sel.view([n if i == d else 1 for i in range(old.dim())])
+    return torch.where(m.to(old.device), new, old)
+
+
+class L2Flush:
+    def __init__(self, device: str):
+        try:
+            l2 = int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0))
+        except Exception:  # noqa: BLE001
+            l2 = 0
+        n = max(2 * l2, FLUSH_MIN_BYTES)
+        self.buf = torch.empty(n // 4, dtype=torch.int32, device=device)
+        self.i = 0
+
+    def __call__(self) -> None:
+        self.i += 1
+        self.buf.fill_(self.i)
+
+
+def _grad_context(name: str):
+    if name == "inference":
+        return torch.inference_mode()
+    return torch.no_grad()
+
+
+class CallError(Exception):
+    def __init__(self, index: int, e: BaseException):
+        super().__init__(str(e))
+        self.index, self.exc = index, e
+
+
+class Runner:
+    """Runs batches of calls of ``model`` as the judge specifies them (see module docstring).
+
+    ``state``: a ``ModuleState`` put back before calls that ask for it (a task that keeps state
+    across calls). ``own_file``: the candidate's source file, to tell its threads from a
+    library's. ``settings``: the process settings before the candidate, checked after a batch."""
+
+    def __init__(self, model, inputs: Inputs, slots: Slots | None, device: str, *,
+                 state=None, own_file: str | None = None, settings=None):
+        self.model, self.inputs, self.slots, self.device = model, inputs, slots, device
+        self.cuda = str(device).startswith("cuda")
+        self.state, self.own_file, self.settings = state, own_file, settings
+        self.kept: dict[str, list] = {}
+        self.flush = L2Flush(device) if self.cuda else None
+
+    # -- inputs ---------------------------------------------------------------------------------
+    def _inputs(self, c: dict) -> list:
+        if "reuse" in c:
+            xs = self.kept[c["reuse"]]
+        elif "refill" in c:
+            xs = self.kept[c["refill"]]
+            fresh = self.inputs.draw(c["seed"])
+            for b, f in zip(xs, fresh):
+                if isinstance(b, torch.Tensor) and isinstance(f, torch.Tensor) \
+                        and b.shape == f.shape:
+                    if c.get("partial") is not None:
+                        f = mix(b, f, c["partial"])
+                    b.data.copy_(f)   # same address, shape and version counter
+        elif c.get("real"):
+            xs = self.inputs.real()
+        else:
+            xs = self.inputs.draw(c["seed"])
+        if c.get("keep_as"):
+            self.kept[c["keep_as"]] = xs
+        return xs
+
+    # -- one call -------------------------------------------------------------------------------
+    def _call(self, k: int, c: dict, kept_outputs: list) -> dict:
+        with torch.no_grad():
+            xs = self._inputs(c)
+        before = [fingerprint(x) if isinstance(x, torch.Tensor) else None for x in xs]
+        if c.get("restore") and self.state is not None:
+            self.state.restore()
+        if c.get("rng") is not None:
+            torch.manual_seed(int(c["rng"]))
+        threads = set(threading.enumerate())
+        if self.cuda:
+            if c.get("flush", True):
+                self.flush()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            try:
+                with _grad_context(c.get("grad", "no_grad")):
+                    start.record()
+                    out = self.model(*xs)
+                    end.record()
+            except BaseException as e:  # noqa: BLE001 - SystemExit from candidate code too
+                raise CallError(k, e) from None
+        else:
+            try:
+                with _grad_context(c.get("grad", "no_grad")):
+                    t0 = time.perf_counter()
+                    out = self.model(*xs)
+                    ms = (time.perf_counter() - t0) * 1e3
+            except BaseException as e:  # noqa: BLE001
+                raise CallError(k, e) from None
+        outs = flatten(out)
+        metas = [self._snapshot(k, i, o) for i, o in enumerate(outs)]
+        if self.cuda:
+            torch.cuda.synchronize()
+            ms = start.elapsed_time(end)
+        new_threads = [t for t in threading.enumerate() if t not in threads and t.is_alive()]
+        if new_threads:
+            time.sleep(THREAD_GRACE_S)
+        rec = {"ms": ms, "outputs": metas}
+        changed = [i for i, (o, m) in enumerate(zip(outs, metas)) if m.get("copied") and
+                   fingerprint(o) != fingerprint(self.slots.view(k, i))]
+        if changed:
+            rec["changed_after_return"] = changed
+        mutated = [j for j, (x, f) in enumerate(zip(xs, before))
+                   if f is not None and fingerprint(x) != f]
+        if mutated:
+            rec["inputs_mutated"] = mutated
+        own = [t for t in new_threads if self._started_by_candidate(t)]
+        for t in own:
+            t.join(0.2)
+        alive = [t.name for t in own if t.is_alive()]
+        if alive:
+            rec["threads_alive"] = alive
+        kept_outputs.append(outs)
+        return rec
+
+    def _snapshot(self, k: int, i: int, o) -> dict:
+        """Copy output ``i`` of call ``k`` into its slot (when it is the tensor expected there)."""
+        if not isinstance(o, torch.Tensor):
+            try:
+                value = o if o is None or isinstance(o, (bool, int, float, str)) else repr(o)[:200]
+            except Exception:  # noqa: BLE001
+                value = "<unprintable>"
+            return {"kind": "value", "type": type(o).__name__, "value": value}
+        m = {"kind": "tensor", "type": f"{type(o).__module__}.{type(o).__name__}"}
+        if not is_dense(o):   # lazy or subclassed: never touched, so its work never runs here
+            m["dense"] = False
+            return m
+        st = o.untyped_storage()
+        m.update(dense=True, shape=list(o.shape), dtype=str(o.dtype).replace("torch.", ""),
+                 stride=list(o.stride()), device=str(o.device),
+                 span=[st.data_ptr(), st.data_ptr() + st.nbytes()] if o.numel() else None,
+                 contiguous=o.is_contiguous())
+        spec = self.slots.specs[i] if self.slots is not None and i < len(self.slots.specs) else None
+        if spec is None or spec["shape"] != m["shape"] or spec["dtype"] != m["dtype"] \
+                or o.device.type != torch.device(self.device).type:
+            return m
+        with torch.no_grad():
+            dst = self.slots.view(k, i)
+            if o.device.type == "cpu" and o.is_contiguous() and o.dtype != torch.bool:
+                np.copyto(dst.numpy(), o.detach().numpy())   # one thread, as fingerprint()
+            else:
+                dst.copy_(o, non_blocking=self.slots.pinned)
+        m["copied"] = True
+        return m
+
+    def _started_by_candidate(self, t: threading.Thread) -> bool:
+        target = getattr(t, "_target", None) or getattr(type(t), "run", None)
+        code = getattr(target, "__code__", None) or getattr(
+            getattr(target, "__func__", None), "__code__", None)
+        fn = getattr(code, "co_filename", "") or ""
+        return bool(self.own_file) and (fn == self.own_file or not fn.startswith("/"))
+
+    # -- a batch --------------------------------------------------------------------------------
+    def run(self, calls: list[dict]) -> dict:
+        """Run ``calls`` (call ``i`` into slot ``i``); the batch's records."""
+        recs, kept = [], []
+        error = None
+        for k, c in enumerate(calls):
+            try:
+                recs.append(self._call(k, c, kept))
+            except CallError as e:
+                error = {"index": e.index, "type": type(e.exc).__name__,
+                         "text": chain_text(e.exc)[-4000:]}
+                break
+        if self.cuda:
+            try:
+                torch.cuda.synchronize()
+            except BaseException as e:  # noqa: BLE001 - a fault in the candidate's kernels
+                error = error or {"index": len(recs), "type": type(e).__name__,
+                                  "text": chain_text(e)[-4000:]}
+        later = []
+        if error is None:
+            for k, outs in enumerate(kept):
+                for i, o in enumerate(outs):
+                    m = recs[k]["outputs"][i]
+                    if m.get("copied") and fingerprint(o) != fingerprint(self.slots.view(k, i)):
+                        later.append([k, i])
+        reply = {"calls": recs, "error": error}
+        if later:
+            reply["changed_later"] = later
+        if self.settings is not None:
+            from .. import global_settings
+            leaked = global_settings.leaks(self.settings)
+            if leaked:
+                reply["settings_leaked"] = global_settings.describe(leaked)
+        del kept
+        for name in [n for n in self.kept if n.startswith("_")]:   # a batch's own inputs
+            del self.kept[name]
+        return reply
+
+
+@contextlib.contextmanager
+def quiet_cpu(record: dict):
+    """The timing thread on reserved cores where ``CUDAL1_TIMING_CPUS`` names them."""
+    try:
+        from ..bench.timing_cpus import timing_cpus
+    except Exception:  # noqa: BLE001
+        yield
+        return
+    with timing_cpus(record):
+        yield
+
+
+def memfd(size: int, name: str = "cudal1-slots") -> int:
+    fd = os.memfd_create(name, 0)
+    os.ftruncate(fd, max(size, 1))
+    return fd

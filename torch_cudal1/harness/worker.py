@@ -1,0 +1,141 @@
+"""The candidate's process: ``python -m torch_cudal1.harness.worker REQ_FD REP_FD SLOT_FD``.
+
+Started by the judge inside the OS sandbox (``verify/os_sandbox.py``). It imports the candidate,
+builds and constructs it, and then runs the batches of calls the judge sends (``calls.py``),
+replying with what it saw. It holds no reference, no tolerance, no verdict and no clock the judge
+relies on: whatever the candidate does to this process, the judge only learns facts from it and
+reads the outputs from shared memory itself.
+
+It loads the modules a serving process has loaded (``torch_cudal1.graph_runner`` and what it
+imports), so code that behaves differently depending on which of cudal1's modules are present sees
+the same set here as when it is served.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+sys.dont_write_bytecode = True
+
+
+def _load(path: str, name: str):
+    from ..task import load_source
+    with open(path) as f:
+        return load_source(f.read(), name, filename=path)
+
+
+def main() -> None:
+    import faulthandler
+    faulthandler.enable()   # a crash in a kernel launcher leaves its stack in the log
+    req_fd, rep_fd, slot_fd = (int(a) for a in sys.argv[1:4])
+    from . import protocol
+    setup = protocol.recv(req_fd)
+    os._exit(_serve(setup, req_fd, rep_fd, slot_fd))
+
+
+def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
+    from . import protocol
+    phases: dict[str, float] = {}
+    t0 = time.monotonic()
+    import torch
+    from .. import global_settings
+    from . import audit, guards
+    from .calls import Inputs, Runner, Slots, quiet_cpu
+    from .errors import chain_text
+    import torch_cudal1.graph_runner  # noqa: F401 - what a serving process has loaded
+    import torch_cudal1.verify  # noqa: F401 - and one that searched
+
+    def fail(where: str, e: BaseException) -> int:
+        protocol.send(rep_fd, {"error": {"where": where, "type": type(e).__name__,
+                                         "text": chain_text(e)[-4000:]}, "phases": phases})
+        return 0
+
+    device = setup["device"]
+    global_settings.apply(global_settings.from_json(setup.get("settings") or {}))   # the user's numerics, as when served
+    task = _load(setup["task_file"], "cudal1_task")
+    real = None
+    if setup.get("real_inputs"):
+        from safetensors.torch import load_file
+        import json
+        from safetensors import safe_open
+        with safe_open(setup["real_inputs"], "pt") as f:
+            meta = f.metadata()
+        tensors = load_file(setup["real_inputs"])
+        scalars = json.loads(meta["scalars"])
+        real = [tensors.get(f"i{i}", scalars.get(f"i{i}")) for i in range(int(meta["n"]))]
+    init = task.get_init_inputs()
+    if any(k in open(setup["candidate"]).read() for k in ("compile", "dynamo", "inductor",
+                                                          "torch_cudal1.templates")):
+        import torch._dynamo  # noqa: F401 - rebinds some torch functions when first imported
+    settings = global_settings.snapshot()
+    snap = guards.snapshot()
+
+    def violation(detail: str) -> None:
+        try:
+            protocol.send(rep_fd, {"violation": detail})
+        finally:
+            os._exit(0)
+
+    if os.environ.get("CUDAL1_AUDIT", "1") != "0":
+        audit.install(setup.get("write_roots", []), violation, shared=not setup.get("isolate"))
+    phases["start_s"] = round(time.monotonic() - t0, 3)
+    t1 = time.monotonic()
+    try:
+        cand = _load(setup["candidate"], "cudal1_candidate")
+    except BaseException as e:  # noqa: BLE001 - SystemExit from candidate code is a verdict too
+        return fail("import", e)
+    if not isinstance(getattr(cand, "ModelNew", None), type):
+        protocol.send(rep_fd, {"error": {"where": "import", "type": "no_model_new",
+                                         "text": "candidate defines no class ModelNew"}})
+        return 0
+    torch.manual_seed(int(setup["seed0"]))
+    try:
+        model = cand.ModelNew(*init)
+        if isinstance(model, torch.nn.Module):
+            model = model.to(device).eval()
+        if str(device).startswith("cuda"):
+            torch.cuda.synchronize()
+    except BaseException as e:  # noqa: BLE001
+        return fail("ModelNew(*init)", e)
+    # settings its import or construction changed hold during its calls only, as when served
+    model, changes = global_settings.scoped(model, settings)
+    state = None
+    if setup.get("stateful"):
+        from .state import ModuleState
+        try:
+            state = ModuleState(model)
+        except BaseException as e:  # noqa: BLE001
+            return fail("reading its state", e)
+    phases["build_s"] = round(time.monotonic() - t1, 3)
+    slots = Slots(slot_fd, int(setup["slots"]), setup["specs"], device)
+    runner = Runner(model, Inputs(task, device, real), slots, device, state=state,
+                    own_file=setup["candidate"], settings=settings)
+    protocol.send(rep_fd, {"ready": True, "phases": phases, "rebound": guards.changed(snap)[:20],
+                           "scoped": global_settings.describe(changes) if changes else None,
+                           "build_dir": os.environ.get("TORCH_EXTENSIONS_DIR")})
+    while True:
+        try:
+            msg = protocol.recv(req_fd)
+        except protocol.ProtocolError:
+            return 0
+        if msg.get("op") == "batch":
+            host: dict = {}
+            try:
+                with quiet_cpu(host):
+                    reply = runner.run(msg["calls"])
+            except BaseException as e:  # noqa: BLE001 - the harness's own work failed (memory)
+                reply = {"calls": [], "error": {"index": 0, "type": type(e).__name__,
+                                                "text": chain_text(e)[-4000:]}}
+            reply["involuntary_switches"] = host.get("involuntary_switches", 0)
+            protocol.send(rep_fd, reply)
+        elif msg.get("op") == "ping":
+            protocol.send(rep_fd, {"pong": True})
+        elif msg.get("op") == "check":   # functions rebound since the candidate was imported
+            protocol.send(rep_fd, {"rebound": guards.changed(snap)[:20]})
+        else:
+            return 0
+
+
+if __name__ == "__main__":
+    main()
