@@ -3,10 +3,12 @@
 An entry stores test vectors (``vectors.safetensors``: the real inputs of the call that made it
 and the reference's outputs). ``run_winner`` hands inputs to a child
 (``python -m torch_cudal1.cache.vectors WORKDIR``) that loads the winner as serving does (its
-prebuilt artefacts, no compiler for extensions) under the verifier's sandbox (``verify.sandbox``:
-audit hook, memory limit, its own session, killed with its parent) and gives back the outputs.
-The judging stays here: ``check_vectors`` compares them with the expected outputs in this process,
-which never imports the entry's code.
+prebuilt artefacts, no compiler for extensions) and gives back the outputs. The child runs where
+the verifier runs candidates: inside the OS sandbox (``verify.os_sandbox``: bubblewrap, no
+network, writes only to its work dir, scrubbed environment, private compiler caches), under the
+harness's audit hook and memory limit, in its own session, killed with its parent. The judging
+stays here: ``check_vectors`` compares the outputs with the expected ones in this process, which
+never imports the entry's code.
 
 Files of one run in WORKDIR: ``request.json`` ({entry, device}), ``inputs.safetensors``, and from
 the child ``outputs.safetensors`` and ``result.json`` (carrying a nonce the child read from its
@@ -89,7 +91,7 @@ def _write_inputs(path: Path, inputs: list) -> None:
 
 
 def _child_limits(memory_limit_mb: float | None):
-    from ..verify.sandbox import set_memory_limit
+    from ..harness.audit import set_memory_limit
 
     def apply() -> None:
         os.setsid()                        # its own group: a timeout kills all it started
@@ -108,6 +110,7 @@ def run_winner(entry_dir: str | Path, device: str, inputs: list, *,
     process. Raises WinnerRunError when it gives none."""
     from safetensors.torch import load_file
 
+    from ..verify import os_sandbox
     from ..verify.runner import child_env
     wd = Path(tempfile.mkdtemp(prefix="cudal1-winner-run-"))
     try:
@@ -115,10 +118,23 @@ def run_winner(entry_dir: str | Path, device: str, inputs: list, *,
                                               "device": device}))
         _write_inputs(wd / INPUTS, inputs)
         memory = None if str(device).startswith("cuda") else CPU_MEMORY_LIMIT_MB
+        # Code nobody here checked yet: compiler caches of its own, thrown away with the run.
+        private = {"TMPDIR": wd / "tmp", "TORCHINDUCTOR_CACHE_DIR": wd / "inductor",
+                   "TRITON_CACHE_DIR": wd / "triton", "TORCH_EXTENSIONS_DIR": wd / "extensions",
+                   "CUDA_CACHE_PATH": wd / "nv"}
+        for d in private.values():
+            d.mkdir()
+        env = os_sandbox.scrubbed_env(child_env())
+        env.update({k: str(v) for k, v in private.items()})
+        argv = [sys.executable, "-m", "torch_cudal1.cache.vectors", str(wd)]
+        if os_sandbox.active():
+            argv = os_sandbox.wrap(argv, chdir=str(wd), writable=[str(wd)],
+                                   gpu=str(device).startswith("cuda"))
+        elif os_sandbox.required():
+            raise WinnerRunError("CUDAL1_SANDBOX=bwrap, but " + (os_sandbox.check() or "it is off"))
         nonce = os.urandom(16).hex()
         with open(wd / "child.log", "wb") as log:
-            proc = subprocess.Popen([sys.executable, "-m", "torch_cudal1.cache.vectors", str(wd)],
-                                    cwd=str(wd), env=child_env(), stdin=subprocess.PIPE,
+            proc = subprocess.Popen(argv, cwd=str(wd), env=env, stdin=subprocess.PIPE,
                                     stdout=log, stderr=subprocess.STDOUT,
                                     preexec_fn=_child_limits(memory))
             try:
@@ -198,8 +214,8 @@ def _child(wd: Path) -> dict:
         from safetensors import safe_open
         from safetensors.torch import load_file, save_file
 
+        from ..harness import audit
         from ..runtime import instantiate
-        from ..verify import sandbox
         from .store import WINNER
         device = req["device"]
         entry = Path(req["entry"])
@@ -209,7 +225,7 @@ def _child(wd: Path) -> dict:
         scalars = json.loads(meta.get("scalars") or "{}")
         inputs = [tensors[f"input.{i}"].to(device) if f"input.{i}" in tensors else scalars[str(i)]
                   for i in range(int(meta.get("n", len(tensors))))]
-        sandbox.install([str(wd)], violation)
+        audit.install([str(wd)], violation, shared=False)
         forward = instantiate((entry / WINNER).read_text(), entry, device, "cudal1_winner_run")
         with torch.no_grad():
             out = forward(*inputs)
