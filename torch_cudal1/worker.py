@@ -228,9 +228,13 @@ def run_job(directory: Path) -> dict:
         if store.load(key) is not None:
             return {"status": "exists", "key": key}
         flags = (job.get("fields") or {}).get("flags") or {}
-        if flags.get("float32_matmul_precision"):   # the user's precision: the search follows it
-            torch.set_float32_matmul_precision(flags["float32_matmul_precision"])
-        if "cudnn_tf32" in flags:
+        # The user's precision: the search follows it. Set only where it differs: setting the
+        # default explicitly changes torch's internal state ('ieee' instead of 'none'), which
+        # inductor keys its caches on, and the serving process would miss what this one builds.
+        want = flags.get("float32_matmul_precision")
+        if want and torch.get_float32_matmul_precision() != want:
+            torch.set_float32_matmul_precision(want)
+        if "cudnn_tf32" in flags and torch.backends.cudnn.allow_tf32 != bool(flags["cudnn_tf32"]):
             torch.backends.cudnn.allow_tf32 = bool(flags["cudnn_tf32"])
         task = Task.from_file(directory / "task.py")
         task.name = job.get("task_name") or task.name

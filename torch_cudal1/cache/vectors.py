@@ -125,7 +125,7 @@ def run_winner(entry_dir: str | Path, device: str, inputs: list, *,
         for d in private.values():
             d.mkdir()
         env = os_sandbox.scrubbed_env(child_env())
-        env.update({k: str(v) for k, v in private.items()})
+        env.update({k: str(v) for k, v in private.items()}, PYTHONDONTWRITEBYTECODE="1")
         argv = [sys.executable, "-m", "torch_cudal1.cache.vectors", str(wd)]
         if os_sandbox.active():
             argv = os_sandbox.wrap(argv, chdir=str(wd), writable=[str(wd)],
