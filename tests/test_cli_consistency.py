@@ -4,7 +4,6 @@ documented, and every bad value (flag, option, ``CUDAL1_*`` variable, unwritable
 ``cudal1: error:`` line and exit 2."""
 import argparse
 import io
-import logging
 import subprocess
 import sys
 
@@ -141,8 +140,6 @@ def test_log_lines_go_above_the_warm_progress_bar(monkeypatch):
     assert "[1/2] unit one: done" in lines
 
 
-def test_help_runs_for_every_command():
+def test_help_of_every_command_names_the_shared_flag():
     for path, parser in _parsers(build_parser()):
-        text = parser.format_help()
-        assert "--cache-dir" in text, path
-    assert logging.getLogger("torch_cudal1") is not None
+        assert "--cache-dir" in parser.format_help(), path

@@ -1,12 +1,10 @@
 """Entries from another machine are checked before their first use: a self-consistent forged
 entry (its hashes recomputed) from a real Redis without ``remote_secret``, or from a bundle, is
 refused with one clear line and never served; a genuine one is checked once and served."""
-import io
 import json
 import shutil
 import tarfile
 
-import pytest
 import torch
 
 from helpers import run_python
