@@ -54,13 +54,15 @@ def _recipe(path, *, width=24, batches=(2, 3), marker=""):
 def cluster(tmp_path_factory):
     require_redis()
     redis_server = RedisServer(tmp_path_factory.mktemp("redis"))
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(
-                 [os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                  os.environ.get("PYTHONPATH", "")])}})
-    yield redis_server
-    ray.shutdown()
-    redis_server.stop()
+    try:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(
+                     [os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                      os.environ.get("PYTHONPATH", "")])}})
+        yield redis_server
+        ray.shutdown()
+    finally:
+        redis_server.stop()      # also when ray.init fails: no redis-server left behind
 
 
 def test_ray_warm_fills_the_shared_tier_for_a_fresh_machine(tmp_path, cluster):
