@@ -807,7 +807,7 @@ class Judge:
             timing.extra["timed_again"] = r.verdict.detail
         self.guard("after timing")
         self.refill_check("after timing")
-        self.phases["time_s"] = round(self._since(t0), 3)
+        self.phases["time_s"] = round(self._since(t0) - self.phases.get("time_ref_s", 0.0), 3)
         return timing
 
     def _time_run(self) -> Timing:
@@ -821,6 +821,7 @@ class Judge:
         batches: list[dict] = []
         rng = random.SystemRandom()
         full_checks = switches = 0
+        ref_s = 0.0
         per_call_s = self.ref_call_s
         warm = True
         deadline = time.perf_counter() + budget
@@ -849,6 +850,7 @@ class Judge:
                     full_checks += len(picked)
                     s_c = [r["ms"] for r in recs]
                     s_r = [r["ms"] for r in ref_rep["calls"]]
+                    ref_s += w_r
                     if not warm:
                         cand_ms += s_c
                         ref_ms += s_r
@@ -873,6 +875,7 @@ class Judge:
                  **{k: v for k, v in host.items() if k != "involuntary_switches"}}
         median = self._cross_check(median, batches, extra)
         ref_med, ref_spread = _quartiles(ref_ms)
+        self.phases["time_ref_s"] = round(self.phases.get("time_ref_s", 0.0) + ref_s, 3)
         if self.req.get("pair_reference"):
             extra.update(paired_ref_ms=ref_med, paired_ref_spread_ms=ref_spread,
                          paired_ref_n=len(ref_ms),
