@@ -27,7 +27,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--out", default=os.environ.get("OUT") or str(ROOT / "benchmarks" / "results"))
+    ap.add_argument("--out", default=os.environ.get("OUT"), help="default: benchmarks/results/verify_overhead/<device>")
     args = ap.parse_args(argv)
     task = Task.from_file(TASK)
     rows = []
@@ -49,6 +49,8 @@ def main(argv=None) -> int:
     md += [f"| {r['baseline']} | {r['fresh interpreter']:.2f} | {r['forked from template']:.2f} |"
            for r in rows]
     text = "\n".join(md) + "\n"
+    from benchmarks.paths import results_dir
+    args.out = args.out or str(results_dir("verify_overhead", args.device))
     Path(args.out).mkdir(parents=True, exist_ok=True)
     (Path(args.out) / f"verify_overhead_{args.device}.md").write_text(text)
     print(text)
