@@ -19,6 +19,7 @@ import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 STEP = textwrap.dedent(r"""
     import faulthandler, json, os, sys, time
@@ -92,7 +93,7 @@ def _run(code: str, args: list[str], env: dict, timeout: float) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default="cuda")
-    ap.add_argument("--out", default=os.environ.get("OUT") or str(ROOT / "benchmarks" / "results"))
+    ap.add_argument("--out", default=os.environ.get("OUT"), help="default: benchmarks/results/aoti_diag/<gpu>")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="cudal1-aoti-diag-")
     res = {}
@@ -104,7 +105,8 @@ def main() -> int:
         res[key] = _run(VERIFY, [args.device, tempfile.mkdtemp(prefix="cudal1-aoti-b-")],
                         {"CUDAL1_VERIFY_FORKSERVER": mode}, 450)
         print(key, json.dumps(res[key])[:1600], flush=True)
-    out = Path(args.out)
+    from benchmarks.paths import results_dir
+    out = Path(args.out or results_dir("aoti_diag", args.device))
     out.mkdir(parents=True, exist_ok=True)
     (out / "aoti_diag.json").write_text(json.dumps(res, indent=1))
     return 0

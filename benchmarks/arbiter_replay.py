@@ -1,7 +1,6 @@
 """The arbiter's recorded decisions replayed through its current rule (``arbiter.choose``).
 
-    PYTHONPATH=. python3 benchmarks/arbiter_replay.py benchmarks/results/h200/session4/call2 \\
-        benchmarks/results/h200/session4/call3
+    PYTHONPATH=. python3 benchmarks/arbiter_replay.py benchmarks/results/real_models/h200
 
 Reads every ``real_models.json`` below the given folders (``benchmarks/real_models.py`` keeps the
 arbiter's decisions, with each candidate's per-round times, under ``arbiter``) and prints, per

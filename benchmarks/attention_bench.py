@@ -3,7 +3,7 @@ float32 attention (eager and inductor), and against the fp16 FlashAttention call
 solutions make (L3_31: cast to fp16 under autocast), on the current GPU. Prints a markdown
 table and writes it (with JSON) under --out.
 
-    PYTHONPATH=. python3 benchmarks/attention_bench.py --out benchmarks/results/h200/attention
+    PYTHONPATH=. python3 benchmarks/attention_bench.py   # into benchmarks/results/attention_bench/<gpu>/
 
 Times with triton.testing.do_bench (median). ``relerr`` is the norm-relative error against
 float64 attention: the verifier's float32 tolerance is 1e-3 (``verify/compare.py``). A second
@@ -22,8 +22,9 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from templates_bench import write_report  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.paths import results_dir  # noqa: E402
+from benchmarks.templates_bench import write_report  # noqa: E402
 
 # (batch, heads, query length, key length, head dim, causal, mask): L3_31's shape first
 CASES = [(2, 4, 16384, 16384, 32, False, None), (8, 12, 1024, 1024, 64, False, None),
@@ -39,8 +40,9 @@ def _mask(kind, length, device):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=os.environ.get("OUT", "benchmarks/results/attention"))
+    ap.add_argument("--out", default=os.environ.get("OUT"), help="default: benchmarks/results/attention_bench/<gpu>")
     args = ap.parse_args()
+    args.out = args.out or str(results_dir("attention_bench", "cuda"))
     import triton.testing
     import torch_cudal1.templates  # noqa: F401 - registers the ops
 

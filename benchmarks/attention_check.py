@@ -1,7 +1,7 @@
 """The fused-attention rewrite on KernelBench tasks: the rewritten candidate against eager and
 inductor, through the verifier and timing harness (one line per task, JSON under --out).
 
-    PYTHONPATH=. python3 benchmarks/attention_check.py --data .carry/kernelbench/cudal1_h100_dev.jsonl \\
+    PYTHONPATH=. python3 benchmarks/attention_check.py --data $CUDAL1_KERNELBENCH \\
         --ids L3_43,L3_31 --device cuda --out $OUT
 """
 from __future__ import annotations

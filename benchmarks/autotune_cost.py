@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 from torch_cudal1.engines.builtin import max_autotune  # noqa: E402
 from torch_cudal1.graph.trace import trace_task  # noqa: E402
 from torch_cudal1.task import Task  # noqa: E402
-from trace_vs_records import measure_tasks  # noqa: E402 - beside this script
+from benchmarks.trace_vs_records import measure_tasks  # noqa: E402
 
 ORIGINS = ("builtin:inductor-max-autotune", "builtin:tf32+inductor-max-autotune")
 
@@ -73,7 +73,7 @@ def table(found: list[dict]) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--results", default=str(ROOT / "benchmarks/results/h200/kernelbench/results.jsonl"))
+    ap.add_argument("--results", default=str(ROOT / "benchmarks/results/kernelbench/h200/results.jsonl"))
     ap.add_argument("--data", default=str(ROOT / ".carry/kernelbench/cudal1_h100_dev.jsonl"))
     ap.add_argument("--out", default="autotune_cost.jsonl")
     args = ap.parse_args(argv)

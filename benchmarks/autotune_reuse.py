@@ -1,9 +1,9 @@
 """Does inductor's max-autotune reuse its tuning across processes, and the search's in the user's?
 
-Session 12 (ResNet-18 bf16 on an H200): the arbiter's max-autotune compile of the user's graph
-benchmarked every convolution again although the search (and torch.compile's own max-autotune
-in another process) had tuned the same shapes with the same inductor cache directory; its cold
-start went from 143 to 201 s. Each step below is a fresh process sharing one inductor cache
+Where the arbiter's max-autotune compile of the user's graph benchmarks every convolution again
+although the search (and torch.compile's own max-autotune in another process) tuned the same
+shapes with the same inductor cache directory, a cold start pays for the tuning twice (ResNet-18
+bf16 on an H200: 143 s became 201 s). Each step below is a fresh process sharing one inductor cache
 directory; a table says per step how long its first call took, how many autotune benchmarks it
 ran (inductor's ``AUTOTUNE ... benchmarking takes`` lines) and what the autotune cache file
 gained (new input keys, new choice hashes: a re-benchmark of known inputs under new hashes
@@ -13,9 +13,9 @@ keeps its verification work dirs (``keep_workdirs``) and reports, per candidate'
 autotune lines it printed; each step also says which files (inductor's system hash) and which
 precision its new entries went under, and how many choice hashes each new key got: the search's
 child and the user's process tuning one shape apart show up as two files, two precisions or
-twice the choices (session 15: ResNet-18's twelve convolutions tuned again after the search).
+twice the choices.
 
-    PYTHONPATH=. python3 benchmarks/autotune_reuse.py --out DIR [--model convnet|resnet18]
+    PYTHONPATH=. python3 benchmarks/autotune_reuse.py [--model convnet|resnet18] [--out DIR]
 """
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 MODE = "max-autotune-no-cudagraphs"
 
 
@@ -139,8 +140,8 @@ def run_step(step: str, args, inductor_cache: Path, before: set) -> tuple[dict, 
     cmd = [sys.executable, __file__, "--child", step.removesuffix("_nofx"), "--model", args.model,
            "--device", args.device, "--cudal1-cache", args.cudal1_cache or "", "--kept", str(kept)]
     t0 = time.perf_counter()
-    # A session of its own, killed whole on a timeout: a step cut off must not leave its builds or
-    # compile workers loading the host for what runs next (session 14 call 4: it did).
+    # A process session of its own, killed whole on a timeout: a step cut off must not leave its
+    # builds or compile workers loading the host for what runs next.
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                          start_new_session=True)
     timed_out = False
@@ -191,21 +192,21 @@ SEQUENCES = {
     # cudal1's search first (its max-autotune candidate on the ATen graph), then the user's graph
     "B": ("search", "tuned"),
     # torch.compile's max-autotune first, then the arbiter's build alone, then cudal1's search
-    # with the arbiter's max-autotune on (session 12: it benchmarked every convolution again)
+    # with the arbiter's max-autotune on (does it benchmark every convolution again?)
     "C": ("tuned", "compile_fx_nofx", "arbiter"),
     # cudal1's search (arbiter off), then the arbiter's build alone: does the search's tuning of
-    # the ATen graph carry to the user's graph? (session 14: ResNet-18's arbiter tuned twelve
-    # convolutions again, the convnet's none)
+    # the ATen graph carry to the user's graph? (ResNet-18's arbiter has been seen tuning its
+    # twelve convolutions again, the convnet's none)
     "D": ("search", "compile_fx"),
     # cudal1's search with the arbiter's max-autotune forced on, alone: does the user's process
-    # tune what the search's children tuned (session 15: its counters showed twelve autotunes)?
+    # tune what the search's children tuned (ResNet-18: twelve autotunes have been counted)?
     "E": ("arbiter",),
 }
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "autotune_reuse"))
+    ap.add_argument("--out", help="default: benchmarks/results/autotune_reuse/<gpu>")
     ap.add_argument("--model", default="convnet", choices=("convnet", "resnet18"))
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--step-timeout", type=float, default=240)
@@ -227,7 +228,8 @@ def main(argv=None) -> int:
             print(json.dumps(recs[-1]), flush=True)
             if rec["rc"] != 0:   # what follows would measure against a cache it did not fill
                 break
-    out = Path(args.out)
+    from benchmarks.paths import results_dir
+    out = Path(args.out or results_dir("autotune_reuse", args.device))
     out.mkdir(parents=True, exist_ok=True)
     (out / "autotune_reuse.json").write_text(json.dumps(recs, indent=1))
     cols = ["cache", "step", "rc", "first_call_s", "wall_s", "autotune_benchmarks",

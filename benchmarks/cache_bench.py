@@ -4,8 +4,8 @@ start with its own cache; per-call dispatch overhead; 4 processes starting toget
     PYTHONPATH=. python benchmarks/cache_bench.py [--device cuda] [--model gpt2|block] [--repeat 3]
 
 CPU-runnable (searches use the eager baseline and no engine rounds unless --baselines/--rounds
-say otherwise). Prints a markdown table; writes it and a JSON copy under $OUT or
-benchmarks/results/ (cache_bench.md, cache_bench.json).
+say otherwise). Prints a markdown table; writes it and a JSON copy under --out (default
+benchmarks/results/cache_bench/<device>/: cache_bench.md, cache_bench.json).
 """
 from __future__ import annotations
 
@@ -167,12 +167,16 @@ def main(argv=None) -> int:
     ap.add_argument("--arbitrate", choices=("auto", "on", "off"),
                     help="cudal1's arbitrate option (default: its own default, auto: GPUs only); "
                          "a warm start follows the kept decision, building inductor's choice again")
+    ap.add_argument("--out", default=os.environ.get("OUT"),
+                    help="default: benchmarks/results/cache_bench/<device>")
     args = ap.parse_args(argv)
     options = {"baselines": args.baselines, "rounds": args.rounds, "trials": 1}
     if args.arbitrate:
         options["arbitrate"] = args.arbitrate
     base = {"device": args.device, "model": args.model, "batch": args.batch}
-    out_dir = Path(os.environ.get("OUT") or ROOT / "benchmarks" / "results")
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.paths import results_dir
+    out_dir = Path(args.out or results_dir("cache_bench", args.device))
     out_dir.mkdir(parents=True, exist_ok=True)
     results: dict = {"device": args.device, "model": args.model, "batch": args.batch,
                      "options": options}

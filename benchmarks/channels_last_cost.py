@@ -106,7 +106,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, help="folder for the jsonl and the markdown table")
     ap.add_argument("--data", default=str(ROOT / ".carry/kernelbench/cudal1_h100_dev.jsonl"))
-    ap.add_argument("--traces", default=str(ROOT / "benchmarks/results/trace_vs_records_cpu.jsonl"))
+    ap.add_argument("--traces", default=str(ROOT / "benchmarks/results/trace_vs_records/cpu/trace_vs_records_cpu.jsonl"))
     ap.add_argument("--dtypes", default="fp32,bf16")
     ap.add_argument("--ids", default="", help="these tasks only (default: all with 2-D/3-D convolutions)")
     ap.add_argument("--task-s", type=int, default=40, help="seconds per task and dtype")

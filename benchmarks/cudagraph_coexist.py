@@ -1,17 +1,16 @@
 """Which CUDA-graph users can share a process: cudal1 (its CUDA-graph replays), torch.compile's
 reduce-overhead and max-autotune (cudagraph trees), max-autotune without CUDA graphs.
 
-Session 5, call 2: a process holding cudal1, reduce-overhead and max-autotune versions of one
-GPT-2 block (bf16, batch 32) died in its latency loop with ``unspecified launch failure``. Here
+A process holding cudal1, reduce-overhead and max-autotune versions of one GPT-2 block (bf16,
+batch 32) once died in its latency loop with ``unspecified launch failure`` (cudagraph trees
+empty cuBLAS's cached workspaces, which cudal1's captures had baked in; fixed since). Here
 each combination runs in its own process with ``CUDA_LAUNCH_BLOCKING=1`` and a synchronisation
 after every call, so the line printed last before a fault names the call that faulted. One JSON
 line per combination (``coexist.jsonl`` under --out).
 
-    PYTHONPATH=. python3 benchmarks/cudagraph_coexist.py --model gpt2 --dtype bf16 --out $OUT
-    # the real_models process of calls 3-4, launches asynchronous, then with one variant less each:
+    PYTHONPATH=. python3 benchmarks/cudagraph_coexist.py --model gpt2 --dtype bf16 --out DIR
+    # the real_models.py process, launches asynchronous, then with one variant less each:
     ... --no-blocking --combos eager+inductor+reduce_overhead+cudal1+cudal1_plain,inductor+reduce_overhead+cudal1
-
-Session 5, call 3 (blocking, the eight default combinations): all ran 20 rounds cleanly.
 """
 from __future__ import annotations
 

@@ -59,7 +59,7 @@ def wrapped(n_inputs: int, numel: int, module=cudagraph):
     out = m.inner(*static)
     leaves, _ = pytree.tree_flatten(out)
     m._plan.settled, m._plan.copied = True, tuple(range(n_inputs))
-    single = "spec is None" in module.WRAPPER   # wrappers before session 6 always unflatten
+    single = "spec is None" in module.WRAPPER   # older wrappers (--against) always unflatten
     m._cg = (_StubGraph(), static, leaves, None if single else pytree.tree_flatten(out)[1],
              n_inputs, m._sig(static, m._plan.copied), m._plan.copied)
     return m, static, leaves

@@ -2,7 +2,7 @@
 the median of the same task's eager timings (its own attempts' and the paired ones, timed in the
 candidates' children), grouped by the involuntary context switches its thread took.
 
-    python3 benchmarks/eager_switches.py benchmarks/results/h200/kernelbench
+    python3 benchmarks/eager_switches.py benchmarks/results/kernelbench/h200
 
 Prints a markdown table, then the timings of 50 switches or more (``search.DISTURBED_SWITCHES``),
 then every timing (any candidate's, and the first of one taken again) by the timing CPU it ran on:
@@ -88,4 +88,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:] or ["benchmarks/results/h200/kernelbench"]))
+    sys.exit(main(sys.argv[1:] or ["benchmarks/results/kernelbench/h200"]))

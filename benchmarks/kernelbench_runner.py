@@ -26,8 +26,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(1, str(ROOT / "benchmarks"))   # its sibling scripts, imported where used
+sys.path.insert(0, str(ROOT))   # torch_cudal1, and this folder as the package benchmarks
 
 import torch  # noqa: E402
 
@@ -92,7 +91,7 @@ def load_tasks(args) -> list[dict]:
 
 def attempt_record(a) -> dict:
     """One search attempt as the record keeps it: its time, phases and host figures, and why it
-    failed where it did (for the next session to read without a GPU)."""
+    failed where it did (to be read later without a GPU)."""
     t = a.timing
     return ({"origin": a.candidate.origin, "reason": a.verdict.reason,
              "ms": t.median_ms if t else None, "spread_ms": t.spread_ms if t else None,
@@ -302,8 +301,8 @@ def run_task(row: dict, args, ceilings: dict, budget_s: float | None = None) -> 
                 solution = alone(cand)
             if solution.verdict.accepted and solution.timing is not None and args.device != "cpu":
                 # a timing the host disturbed or that spread wide, taken once more, by the
-                # search's rule for its own best (session 24: L3_31's solution, 1.52 ms before,
-                # 7.23 ms +-5.83 with 211 preemptions of the timing thread beside two other tasks)
+                # search's rule for its own best (L3_31's solution once took 7.23 ms +-5.83 with
+                # 211 preemptions of the timing thread beside two other tasks, 1.52 ms alone)
                 search.retime_unsound([solution], alone, lines.append)
             verdict, timing = solution.verdict, solution.timing
             base = min((a for a in res.attempts if a.candidate.origin.startswith("baseline:")
@@ -552,7 +551,7 @@ def eager_drift(r: dict) -> float | None:
     """Slowest over fastest of eager's timings in one search: its own child's and the paired one
     in every attempt's child. The same code on the same inputs: the host's drift between
     children, which a ratio of two children's timings carries."""
-    from eager_switches import record_eager_timings
+    from benchmarks.eager_switches import record_eager_timings
     ms = [x for x, _ in record_eager_timings(r)]
     return max(ms) / min(ms) if len(ms) > 1 else None
 
@@ -568,8 +567,8 @@ def eager_disturbed(r: dict) -> bool:
 
 def replay_disturbed(r: dict) -> bool:
     """The replayed solution was accepted, timed once while the host preempted its timing thread
-    ``search.DISTURBED_SWITCHES`` times or more or with a wide spread, and not timed again (runs
-    from before session 24: L3_31's solution, 7.23 ms +-5.83 against 1.52 before). Only where,
+    ``search.DISTURBED_SWITCHES`` times or more or with a wide spread, and not timed again (records
+    from before the runner retimed such solutions: L3_31's, 7.23 ms +-5.83 against 1.52). Only where,
     within its spread, it could have beaten the built-in winner: elsewhere a second
     timing would change no figure."""
     c = r.get("replay_candidate") or {}
@@ -584,7 +583,7 @@ def replay_disturbed(r: dict) -> bool:
 def timed_on_python_clock(r: dict) -> bool:
     """Some timing of the task ran on the Python loop (the native helpers were not built): its
     own host time then sits inside every launch-bound sample, so the task's ratios are not
-    comparable with those of tasks timed on the native clock (session 11)."""
+    comparable with those of tasks timed on the native clock."""
     return any((a.get("host") or {}).get("clock") == "python" for a in r.get("attempts") or [])
 
 
@@ -682,8 +681,8 @@ def record_cut_off(out: Path, running_since: dict[str, float], results: Path) ->
 
 def last_times(results: Path) -> dict:
     """Each task's last record, for the deadline rule; where a run was cut off with the task in
-    flight after that record, its ``seconds`` is at least how long it had run then (session 20:
-    L1_68, last recorded at 210 s, was cut off twice after 446 s)."""
+    flight after that record, its ``seconds`` is at least how long it had run then (L1_68, last
+    recorded at 210 s, was once cut off twice after 446 s)."""
     last, line_of = {}, {}
     if results.exists():
         for i, line in enumerate(results.read_text().splitlines(), 1):
@@ -701,17 +700,17 @@ def last_times(results: Path) -> dict:
 
 
 # A task is expected to take its last record's time this many times over: the built-in engine
-# proposes more than when most records were made, and other jobs share the host. (Session 19,
-# call 2: L2_34 and L2_3, last 346 and 237 s, started first and were both cut off after 450 s;
-# session 20: 15 stale tasks took 0.86-2.78 times their last record, 5 of them over 1.9, four
-# jobs to one device; the search's budget catches the rest.)
+# proposes more than when most records were made, and other jobs share the host. (Measured on
+# the H200 with four jobs to one device: 15 stale tasks took 0.86-2.78 times their last record,
+# 5 of them over 1.9; L2_34 and L2_3, last 346 and 237 s, were both cut off after 450 s. The
+# search's budget catches the rest.)
 EXPECTED_SLOWDOWN = 2.0
 
 
 # Seconds a task keeps after its search's budget, before the deadline: the candidate in flight,
 # the settling retimes of the baselines and the best candidates, the replayed solution's
-# verdict, each waiting for the device behind other jobs. (Session 20 call 2: with 90, two of
-# five tasks were still running 90 s after their budgets and were cut off.) A task whose last
+# verdict, each waiting for the device behind other jobs. (With 90, two of five tasks were
+# still running 90 s after their budgets and were cut off.) A task whose last
 # record was short keeps less, in proportion: its candidates and retimes are short too.
 DEADLINE_RESERVE_S = 150.0
 RESERVE_PER_RECORD_S = 0.75    # of its last record's seconds, at least MIN_RESERVE_S
@@ -764,7 +763,7 @@ def _with_builtin_in_replay(r: dict) -> dict:
 
 
 # What the built-in engine proposes from each task's graph (benchmarks/trace_vs_records.py, on CPU)
-GRAPH_TRACES = ROOT / "benchmarks" / "results" / "trace_vs_records_cpu.jsonl"
+GRAPH_TRACES = ROOT / "benchmarks" / "results" / "trace_vs_records" / "cpu" / "trace_vs_records_cpu.jsonl"
 
 
 def stale_ids(records: list[dict], traces: Path = GRAPH_TRACES) -> list[str] | None:
@@ -775,7 +774,7 @@ def stale_ids(records: list[dict], traces: Path = GRAPH_TRACES) -> list[str] | N
     for now. None without traces."""
     if not traces.exists():
         return None
-    import trace_vs_records
+    from benchmarks import trace_vs_records
     graphs = {}
     for line in traces.read_text().splitlines():
         g = json.loads(line)
@@ -813,7 +812,8 @@ def main(argv=None) -> int:
                                     "levelK/N_Name.py layout or flat): with --data, in addition")
     ap.add_argument("--level", type=int)
     ap.add_argument("--slice", help="A:B over the selected tasks")
-    ap.add_argument("--out", default=os.environ.get("OUT") or str(ROOT / "benchmarks" / "results"))
+    ap.add_argument("--out", default=os.environ.get("OUT"),
+                    help="default: benchmarks/results/kernelbench/<device>")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--task-timeout", type=float, default=240.0, help="seconds per task (search)")
     ap.add_argument("--rounds", type=int, default=2)
@@ -876,6 +876,9 @@ def main(argv=None) -> int:
     note = apply_work_cpus()   # builds and checks off the cores reserved for timings
     if note:
         print(note, flush=True)
+    if not args.out:
+        from benchmarks.paths import results_dir
+        args.out = str(results_dir("kernelbench", args.device))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     # (No TORCHINDUCTOR_CACHE_DIR under --out: the verifier's sandbox only lets candidates write

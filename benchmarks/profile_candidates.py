@@ -4,10 +4,9 @@ run under torch.profiler after warm-up. Per candidate: its time per call (triton
 on a GPU) and its kernels by device time per call, as a markdown table (printed, and written
 with JSON under --out). Trusted code only: the engine's own candidates and the tasks' references.
 
-    PYTHONPATH=. python3 benchmarks/profile_candidates.py --ids L3_31 --match attention_tf32 \\
-        --out benchmarks/results/h200/profile
+    PYTHONPATH=. python3 benchmarks/profile_candidates.py --ids L3_31 --match attention_tf32
     PROFILE_IDS=L3_31 PROFILE_MATCH=attention_tf32 SCRIPTS=benchmarks/profile_candidates.py \\
-        bash benchmarks/device_one.sh                     # on the device
+        bash benchmarks/gpu/run.sh                        # among other GPU steps
 """
 from __future__ import annotations
 
@@ -91,7 +90,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=os.environ.get("CUDAL1_KERNELBENCH",
                                                      ".carry/kernelbench/cudal1_h100_dev.jsonl"))
-    # defaults from the environment: benchmarks/device_one.sh passes scripts --out alone
+    # defaults from the environment: benchmarks/gpu/run.sh passes scripts --out alone
     ap.add_argument("--ids", default=os.environ.get("PROFILE_IDS"),
                     help="comma-separated KernelBench ids, e.g. L3_31 (env PROFILE_IDS)")
     ap.add_argument("--match", default=os.environ.get("PROFILE_MATCH", ""),
@@ -100,11 +99,12 @@ def main(argv=None) -> int:
     ap.add_argument("--baselines", default="eager,inductor",
                     help="baselines profiled first (comma-separated; empty: none)")
     ap.add_argument("--samples", type=int, default=8, help="first-round candidates asked for")
-    ap.add_argument("--out", default=os.environ.get("OUT", "benchmarks/results/profile"))
+    ap.add_argument("--out", default=os.environ.get("OUT"), help="default: benchmarks/results/profile_candidates/<gpu>")
     args = ap.parse_args(argv)
     if not args.ids:
         ap.error("--ids (or PROFILE_IDS) is required")
-    out = Path(args.out)
+    from benchmarks.paths import results_dir
+    out = Path(args.out or results_dir("profile_candidates", args.device))
     out.mkdir(parents=True, exist_ok=True)
     report, lines = {}, []
     for tid, task in _tasks(Path(args.data), args.ids.split(",")).items():

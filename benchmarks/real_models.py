@@ -11,7 +11,7 @@ search, the cold search time (first call with an empty cache) and the warm-start
 process whose first call finds the cache filled). torch.compile's CUDA-graph modes
 (reduce-overhead, max-autotune) are timed in a process of their own, in turns with inductor, and
 reported as their ratio to inductor there times inductor here. Writes ``real_models.json`` and
-``real_models.md`` under ``--out`` (default ``$OUT`` or benchmarks/results), rewritten after every
+``real_models.md`` under ``--out`` (default ``$OUT`` or benchmarks/results/real_models/<device>), rewritten after every
 model so that a run cut short keeps what it measured.
 """
 from __future__ import annotations
@@ -190,8 +190,8 @@ def cudal1_options(cache_dir: str, mode: str = "search") -> dict:
 
 def stamp_cudal1_log() -> None:
     """cudal1's log lines stamped with the milliseconds since this process started: where a
-    cold search's time went, read from the log (session 14: 193 s in one call, over 290 s in
-    the next)."""
+    cold search's time went, read from the log (ResNet-18 bf16's has taken 193 s in one run and
+    over 290 s in the next)."""
     import logging
     from torch_cudal1.log import configure, logger
     configure()
@@ -236,8 +236,7 @@ def child_trees(args) -> int:
     """In a process of their own: torch.compile's CUDA-graph modes (cudagraph trees) timed in
     turns with inductor. Kept apart from cudal1's process so each is timed as a user of that mode
     alone gets it (memory pools, caches); that the two can share a process is
-    ``benchmarks/cudagraph_coexist.py``'s question (session 5 saw them fault together; fixed in
-    session 6)."""
+    ``benchmarks/cudagraph_coexist.py``'s question (they once faulted together; fixed since)."""
     model, inputs, _ = build(args.model, args.small, args.device, DTYPES[args.dtype], args.impl)
     fns, out = {"inductor": torch.compile(model)}, {"compile_s": {}}
     out["compile_s"]["inductor"] = first_call_s(fns["inductor"], inputs, args.device)
@@ -301,7 +300,7 @@ def run_one(name: str, dtype_name: str, args) -> dict | None:
         rec["searches"] = search_attempts(cache)
         if args.plain and args.device.startswith("cuda"):
             # The same cache (a hit): the arbiter decides again without inductor's code replayed
-            # as a CUDA graph on offer (the default before session 5).
+            # as a CUDA graph on offer (the arbiter's first default).
             fns["cudal1_plain"] = cudal1_compile(
                 model, dict(cudal1_options(cache), arbitrate_cudagraph="off"))
             rec["cudal1_plain_first_call_s"] = first_call_s(fns["cudal1_plain"], inputs, args.device)
@@ -378,15 +377,14 @@ def paired_ratio(rec: dict, variant: str = "cudal1") -> float | None:
 def fresh_ratio(rec: dict) -> float | None:
     """``paired_ratio`` from the warm-start process: cudal1 served from the cache, taking turns
     with eager and inductor there, and with torch.compile's CUDA-graph modes where asked for
-    (since session 14; in earlier records they enter through their ratio to inductor in their
-    own process). Every variant then runs in a fresh process, none in the one a
-    search has run in (session 10: that process's inductor took 2.04 ms on ResNet-18 fp32
-    against 1.47 in the modes' process, which favoured cudal1's main-process ratio; session 9
-    the opposite way)."""
+    (in older records they enter through their ratio to inductor in their own process). Every
+    variant then runs in a fresh process, none in the one a search has run in (a search's
+    process has timed ResNet-18 fp32's inductor at 2.04 ms against 1.47 in the modes' process,
+    which favoured cudal1's main-process ratio; other runs drifted the opposite way)."""
     rounds = rec.get("warm_rounds_ms")
     if not rounds:
         return None
-    # modes timed there (since session 14) count as they are, with no scaled copy beside them
+    # modes timed there count as they are, with no scaled copy beside them
     trees = None if any(m in rounds for m in TREES_MODES) else rec.get("trees")
     return paired_ratio({"rounds_ms": rounds, "trees": trees})
 
@@ -398,8 +396,9 @@ def modes_host_drift(rec: dict) -> float | None:
     """Inductor's median in the modes' own process over its median here. The modes enter every
     figure scaled by their ratio to inductor there, which holds only where both processes saw
     the same host: inductor is host-bound where CUDA graphs are not, so a host loaded while the
-    modes were timed slows inductor alone and makes the modes look faster (session 14: 1.41-2.01
-    ms there against 1.1-1.3 here, with a build or a killed step's workers on the CPUs)."""
+    modes were timed slows inductor alone and makes the modes look faster (ResNet-18 bf16 has
+    shown 1.41-2.01 ms there against 1.1-1.3 here, with a build or a killed step's workers on the
+    CPUs)."""
     there = [x for t in (rec.get("trees") or {}).values() for x in t.get("inductor_rounds_ms") or []]
     here = (rec.get("rounds_ms") or {}).get("inductor")
     if not there or not here:
@@ -469,7 +468,8 @@ def main(argv=None) -> int:
                     help="auto: the library's module where installed, else the plain-PyTorch copy "
                          "(benchmarks/real_archs.py); library: skip a model whose library is missing; "
                          "plain: always the plain-PyTorch copy")
-    ap.add_argument("--out", default=os.environ.get("OUT") or str(ROOT / "benchmarks" / "results"))
+    ap.add_argument("--out", default=os.environ.get("OUT"),
+                    help="default: benchmarks/results/real_models/<device>")
     ap.add_argument("--child-warm", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--child-trees", dest="trees", help=argparse.SUPPRESS)
     ap.add_argument("--model", help=argparse.SUPPRESS)
@@ -485,6 +485,9 @@ def main(argv=None) -> int:
         return child_warm(args)
     if args.trees:
         return child_trees(args)
+    if not args.out:
+        from benchmarks.paths import results_dir
+        args.out = str(results_dir("real_models", args.device))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     recs = []

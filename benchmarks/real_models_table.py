@@ -2,7 +2,7 @@
 round (``real_models.paired_ratio``), and where recorded the same from the warm-start process
 (``real_models.fresh_ratio``): one markdown table from one or more ``real_models.json``.
 
-    PYTHONPATH=. python3 benchmarks/real_models_table.py benchmarks/results/h200/session5/call1/real_gpu*/real_models.json
+    PYTHONPATH=. python3 benchmarks/real_models_table.py benchmarks/results/real_models/h200/*/real_models.json
 """
 from __future__ import annotations
 
@@ -28,7 +28,9 @@ def table(recs: list[dict]) -> str:
         + (["modes' inductor / here"] if modes else [])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in recs:
-        cells = [r["model"], r["dtype"]] + [f"{x:.3f}" if (x := r.get(k + "_ms")) is not None
+        batch = r.get("batch")
+        name = r["model"] + (f" (batch {batch})" if batch not in (None, 32) else "")
+        cells = [name, r["dtype"]] + [f"{x:.3f}" if (x := r.get(k + "_ms")) is not None
                                             else "-" for k in ("eager", "inductor", *modes, *cols)]
         cells += [f"{x:.3f}" if (x := paired_ratio(r, v)) is not None else "-" for v in cols]
         if fresh:

@@ -1,16 +1,15 @@
 """The CUDA-L1 solutions that make a task's replay figure, verified and timed again under the
 verifier's rules as they are now (``torch_cudal1.verify.RULES``): a rule added since their
-record was made may reject them (session 21: outputs of separate calls sharing memory, which
-rejects the replay winners of L2_66 and L2_80; session 22: outputs in another layout than the
-reference's). A task's whole search would take minutes; this takes one verification.
+record was made may reject them (outputs of separate calls sharing memory, which rejects the
+replay winners of L2_66 and L2_80; outputs in another layout than the reference's). A task's whole search would take minutes; this takes one verification.
 
     PYTHONPATH=. python3 benchmarks/replay_recheck.py --device cuda \\
-        --out benchmarks/results/h200/kernelbench [--ids L1_55,L2_66] [--jobs 4] [--max-seconds S]
+        --out benchmarks/results/kernelbench/h200 [--ids L1_55,L2_66] [--jobs 4] [--max-seconds S]
 
 Without ``--ids``: every task whose latest record's replay winner is the CUDA-L1 solution,
 verified under an older revision of the rules, and every task whose accepted solution was timed
 once while the host disturbed it where, within its spread, it could have won
-(``kernelbench_runner.replay_disturbed``; session 24: L3_31's, 7.23 ms +-5.83 against 1.52),
+(``kernelbench_runner.replay_disturbed``; e.g. L3_31's, once 7.23 ms +-5.83 against 1.52),
 that timing taken once more where it is so again. Each appends a record to ``results.jsonl``: the
 task's latest, its search and baselines untouched, with the replay fields replaced
 (``replay_candidate.rules``, ``replay_rechecked``). The solution's new time is set against the
@@ -27,9 +26,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(1, str(ROOT / "benchmarks"))
 
-import kernelbench_runner as kb  # noqa: E402
+from benchmarks import kernelbench_runner as kb  # noqa: E402
 from torch_cudal1 import search  # noqa: E402
 from torch_cudal1.contracts import Attempt, Candidate, Timing, Verdict  # noqa: E402
 from torch_cudal1.options import Options  # noqa: E402
@@ -72,7 +70,7 @@ def recheck(row: dict, rec: dict, args) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default=str(kb.DEFAULT_DATA))
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "h200" / "kernelbench"))
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "kernelbench" / "h200"))
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--ids", help="comma-separated task ids, whatever their records say")
     ap.add_argument("--jobs", type=int, default=4, help="solutions in flight (timings never overlap)")

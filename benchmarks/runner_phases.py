@@ -3,11 +3,11 @@ verifier child's phases (the reference built and its canary taken, build, verify
 reference's paired timing, the canary's checks, device-lock wait) and the rest (the child's start,
 imports and CUDA context, the parent's work), from the records' per-attempt ``phases``.
 
-    PYTHONPATH=. python3 benchmarks/runner_phases.py benchmarks/results/h200/kernelbench [--since N]
+    PYTHONPATH=. python3 benchmarks/runner_phases.py benchmarks/results/kernelbench/h200 [--since N]
 
 Prints a markdown table, one row per record from line ``--since`` on (0-based), then the totals.
-Records to session 19's call 3 (line 484) counted the lock waits inside the phases they fell in
-as well: there the rest (``other_s``) comes out too small, even below zero.
+Records up to line 484 of the H200 results counted the lock waits inside the phases they fell
+in as well: there the rest (``other_s``) comes out too small, even below zero.
 """
 from __future__ import annotations
 

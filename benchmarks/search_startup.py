@@ -93,7 +93,7 @@ def main(argv=None) -> int:
     ap.add_argument("--baselines", default="eager,inductor")
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=900)
-    ap.add_argument("--out", default=os.environ.get("OUT") or str(ROOT / "benchmarks" / "results"))
+    ap.add_argument("--out", default=os.environ.get("OUT"), help="default: benchmarks/results/search_startup/<device>")
     args = ap.parse_args(argv)
     repos = [Path(r).resolve() for r in args.repos.split(",")]
     names = {r: f"{r.name} ({commit_of(r)})" for r in repos}
@@ -109,7 +109,8 @@ def main(argv=None) -> int:
           f"rounds {args.rounds}, batch {args.batch})\n\n"
           f"`PYTHONPATH=. python3 benchmarks/search_startup.py --repos ... --repeat {args.repeat} "
           f"--device {args.device}`\n\n" + table(results))
-    out = Path(args.out)
+    from benchmarks.paths import results_dir
+    out = Path(args.out or results_dir("search_startup", args.device))
     out.mkdir(parents=True, exist_ok=True)
     (out / "search_startup.md").write_text(md)
     (out / "search_startup.json").write_text(json.dumps(results, indent=1))

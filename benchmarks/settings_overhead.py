@@ -29,7 +29,7 @@ class ModelNew(torch.nn.Module):
 '''
 
 
-# The TF32 wrapper the session-9 GPU runs measured (commit 94b33fa): the legacy setter only (it
+# The first TF32 wrapper, which the first GPU runs with TF32 candidates used (commit 94b33fa): the legacy setter only (it
 # left the per-backend setting at "ieee" where it was "none") and one nn.Module call more.
 FIRST_TF32_WRAPPER = '''
 
@@ -74,7 +74,7 @@ def main(argv=None) -> int:
     assert global_settings.snapshot() == before
     x = torch.zeros(1)
     rows = {"bare call": bare, "TF32 wrapper (tf32_on/off)": wrapped,
-            "first TF32 wrapper (the GPU runs' of session 9)": first,
+            "first TF32 wrapper (commit 94b33fa)": first,
             "Scoped (one switch set at import)": scoped}
     res = {name: [] for name in rows}
     for _ in range(args.repeats):   # interleaved, so drifts of the host hit every row alike

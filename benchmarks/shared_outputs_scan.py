@@ -46,7 +46,7 @@ def one(row: dict) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default=str(ROOT / ".carry/kernelbench/cudal1_h100_dev.jsonl"))
-    ap.add_argument("--results", default=str(ROOT / "benchmarks/results/h200/kernelbench/results.jsonl"))
+    ap.add_argument("--results", default=str(ROOT / "benchmarks/results/kernelbench/h200/results.jsonl"))
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--timeout", type=float, default=60.0)
     args = ap.parse_args(argv)

@@ -3,7 +3,8 @@ time and per-call dispatch overhead, for a few models and KernelBench tasks.
 
     PYTHONPATH=. python benchmarks/spine_bench.py [--device cuda] [--kernelbench JSONL --tasks 1:19,2:12]
 
-Prints a markdown table; writes it (and a JSON copy) under $OUT or benchmarks/results/.
+Prints a markdown table; writes it (and a JSON copy) under --out (default
+benchmarks/results/spine_bench/<device>/).
 """
 from __future__ import annotations
 
@@ -187,6 +188,8 @@ def main() -> int:
     ap.add_argument("--tasks", default="1:19,1:23,2:12,3:1", help="level:task,... from the jsonl")
     ap.add_argument("--only", default="", help="comma-separated model names")
     ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--out", default=os.environ.get("OUT"),
+                    help="default: benchmarks/results/spine_bench/<device>")
     args = ap.parse_args()
     rows = []
     if args.kernelbench and Path(args.kernelbench).exists() and args.tasks:
@@ -195,7 +198,8 @@ def main() -> int:
             r = json.loads(line)
             if (r["level_id"], r["task_id"]) in want:
                 rows.append(r)
-    out_dir = Path(os.environ.get("OUT") or ROOT / "benchmarks" / "results")
+    from benchmarks.paths import results_dir
+    out_dir = Path(args.out or results_dir("spine_bench", args.device))
     out_dir.mkdir(parents=True, exist_ok=True)
     baselines = "eager,inductor" + (",inductor-max-autotune" if args.device.startswith("cuda") else "")
     opts = {"baselines": baselines, "rounds": args.rounds}

@@ -5,8 +5,8 @@ Every measure is a fresh process on its own cache dirs. The winner is inductor's
 (``baselines=inductor``, no engine rounds), so the entry's winner calls torch.compile on its
 first call: the case where a winner can stall a serving call.
 
-    PYTHONPATH=. python benchmarks/swap_bench.py [--device cpu|cuda] [--repeat 3] [--repo DIR]
-        [--out benchmarks/results/swap/cpu]
+    PYTHONPATH=. python3 benchmarks/swap_bench.py [--device cpu|cuda] [--repeat 3] [--repo DIR]
+        [--out DIR]     # default: benchmarks/results/swap/<device>/
 
 ``--repo DIR`` runs the children against another checkout of torch_cudal1 (e.g. one without
 off-path builds) for a before/after comparison. Rows:
@@ -20,8 +20,9 @@ off-path builds) for a before/after comparison. Rows:
 * plain torch.compile: cold first call, warm first call (its own cache dir), steady call; and
   eager's first call.
 
-Prints a markdown table (median over ``--repeat`` runs for the warm rows) and writes it with a
-JSON copy and the command line to ``--out``.
+Prints a markdown table (median over ``--repeat`` runs for the warm rows) and writes it
+(``swap_bench.md``) with the raw figures (``swap_bench.json``) to ``--out``; with ``--repo``
+the files are named ``swap_bench_<name of the checkout>.*``.
 """
 from __future__ import annotations
 
@@ -114,7 +115,7 @@ def main() -> int:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--repo", default=str(ROOT), help="torch_cudal1 checkout the children import")
-    ap.add_argument("--out", default=None, help="directory for table.md, results.json, command.txt")
+    ap.add_argument("--out", default=None, help="default: benchmarks/results/swap/<device>")
     args = ap.parse_args()
     repo = Path(args.repo).resolve()
     work = Path(tempfile.mkdtemp(prefix="cudal1-swap-bench-"))
@@ -186,13 +187,14 @@ def main() -> int:
               f"- plain torch.compile warm: {hits(s[0])}"]
     text = "\n".join(table) + "\n"
     print(text)
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "table.md").write_text(text)
-        (out / "results.json").write_text(json.dumps(res, indent=1, default=str))
-        (out / "command.txt").write_text(
-            "PYTHONPATH=. python " + " ".join(shlex.quote(a) for a in sys.argv) + "\n")
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.paths import results_dir
+    out = Path(args.out or results_dir("swap", args.device))
+    out.mkdir(parents=True, exist_ok=True)
+    stem = "swap_bench" if repo == ROOT else f"swap_bench_{repo.name}"
+    res["command"] = "PYTHONPATH=. python3 " + " ".join(shlex.quote(a) for a in sys.argv)
+    (out / f"{stem}.md").write_text(text)
+    (out / f"{stem}.json").write_text(json.dumps(res, indent=1, default=str))
     return 0
 
 

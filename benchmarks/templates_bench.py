@@ -2,7 +2,7 @@
 and a few around them (where they stop winning), on the current GPU. Prints a markdown table
 and writes it (with JSON) under --out.
 
-    PYTHONPATH=. python3 benchmarks/templates_bench.py --out benchmarks/results/h200/templates
+    PYTHONPATH=. python3 benchmarks/templates_bench.py   # into benchmarks/results/templates_bench/<gpu>/
 
 Times with triton.testing.do_bench (L2 cleared between calls, median); the GB/s column counts
 one read of the input and one write of the output (the copy floor), so it reads as the fraction
@@ -13,10 +13,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def _cases():
@@ -51,8 +54,11 @@ def _cases():
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=os.environ.get("OUT", "benchmarks/results/templates"))
+    ap.add_argument("--out", default=os.environ.get("OUT"), help="default: benchmarks/results/templates_bench/<gpu>")
     args = ap.parse_args()
+    if not args.out:
+        from benchmarks.paths import results_dir
+        args.out = str(results_dir("templates_bench", "cuda"))
     import triton.testing
     import torch_cudal1.templates  # noqa: F401 - registers the ops
 

@@ -1,7 +1,7 @@
 """Which KernelBench tasks the built-in engine's graph capture handles.
 
     PYTHONPATH=. python benchmarks/trace_coverage.py [--level N] [--ids L1_1,L2_3] [--jobs 2]
-        [--timeout 120] [--numeric-gflops 2] [--out benchmarks/results] [--data FILE]
+        [--timeout 120] [--numeric-gflops 2] [--out benchmarks/results/trace_coverage/cpu] [--data FILE]
 
 Per task, in a forked child with a timeout, stage by stage (a task fails at the first that
 raises): ``load`` (the task's own imports), ``trace`` (``trace_task`` on device "cpu"),
@@ -310,7 +310,7 @@ def main(argv=None) -> int:
     ap.add_argument("--numeric-mb", type=float, default=64.0,
                     help="... and its state and inputs take at most this many MB")
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "trace_coverage" / "cpu"))
     ap.add_argument("--name", default="trace_coverage_cpu", help="output file stem")
     args = ap.parse_args(argv)
     env = f"PYTHONPATH={shlex.quote(os.environ['PYTHONPATH'])} " if os.environ.get("PYTHONPATH") else ""

@@ -76,7 +76,7 @@ def check(row: dict, rec: dict) -> dict:
 @contextlib.contextmanager
 def as_on_gpu():
     """The rewrites that fire on GPU graphs only (Triton templates) fire on this CPU trace too:
-    the engine proposes them on the device (since session 23; rows traced before lack them)."""
+    the engine proposes them on the device (rows traced before this lack them)."""
     before = [(m, m.DEVICES) for m in (attention_tf32, long_rows)]
     for m, devices in before:
         m.DEVICES = (*devices, "cpu")
@@ -99,9 +99,9 @@ def has_recurrent_modules(source: str, name: str) -> bool:
 
 def round_two_ms(a: dict) -> float | None:
     """The time round 2 saw for an attempt: a timing the search took again at its end and kept
-    (``retimed``: kept "second") replaced, in the record, the one round 2 had chosen by (session
-    21: L2_71's inductor, 0.039 ms then, 0.087 ms after, so round 2 rightly wrapped inductor and
-    the record looked as though it had not)."""
+    (``retimed``: kept "second") replaced, in the record, the one round 2 had chosen by (L2_71's
+    inductor: 0.039 ms then, 0.087 ms after, so round 2 rightly wrapped inductor and the record
+    looked as though it had not)."""
     again = a.get("retimed") or {}
     return again.get("median_ms") if again.get("kept") == "second" else a.get("ms")
 
@@ -206,7 +206,7 @@ def measure_tasks(results: str, data: str, out: Path, measure, wanted) -> list[d
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--results", default=str(ROOT / "benchmarks/results/h200/kernelbench/results.jsonl"))
+    ap.add_argument("--results", default=str(ROOT / "benchmarks/results/kernelbench/h200/results.jsonl"))
     ap.add_argument("--data", default=str(ROOT / ".carry/kernelbench/cudal1_h100_dev.jsonl"))
     ap.add_argument("--out", default="trace_vs_records.jsonl")
     args = ap.parse_args(argv)

@@ -10,7 +10,7 @@ to ``OUT/kernelbench_verify.jsonl`` (a rerun skips the tasks already there) and 
 Phase 1 builds and verifies the slice's solutions in parallel (a pool of child processes; builds
 land in the shared build cache, keyed by source). Phase 2 times one candidate at a time (the
 solution, then eager and inductor, reusing phase 1's builds) so that timings do not disturb each
-other. ``--max-seconds`` stops starting new work so that a slice fits one device session; what is
+other. ``--max-seconds`` stops starting new work so that a slice fits a time limit; what is
 left is picked up by the next run.
 """
 from __future__ import annotations
@@ -39,7 +39,8 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", default=str(ROOT.parent / "shared" / "kernelbench" / "cudal1_h100_dev.jsonl"))
     p.add_argument("--slice", default=":", help="A:B over the data file's rows (default all)")
-    p.add_argument("--out", default=os.environ.get("OUT") or str(ROOT / "benchmarks" / "results"))
+    p.add_argument("--out", default=os.environ.get("OUT"),
+                   help="default: benchmarks/results/verify_kernelbench/<device>")
     p.add_argument("--device", default="cuda")
     p.add_argument("--trials", type=int, default=3)
     p.add_argument("--timeout", type=float, default=300.0, help="per candidate child, seconds")
@@ -85,7 +86,8 @@ def _eval(row, args, *, time_it: bool, which: str = "solution"):
 
 
 def run(args) -> int:
-    out = Path(args.out)
+    from benchmarks.paths import results_dir
+    out = Path(args.out or results_dir("verify_kernelbench", args.device))
     out.mkdir(parents=True, exist_ok=True)
     results_path = out / RESULTS
     rows = [json.loads(x) for x in Path(args.data).read_text().splitlines() if x.strip()]

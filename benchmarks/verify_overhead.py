@@ -4,7 +4,7 @@ timing) for a few small tasks and candidates, with this checkout's verifier and,
 temporary worktree and run the same way, in a process of its own).
 
     PYTHONPATH=. python3 benchmarks/verify_overhead.py [--device cpu] [--repeat 3] \\
-        [--against 68b6004] [--out benchmarks/results/verify_overhead/cpu]
+        [--against 68b6004] [--out DIR (default benchmarks/results/verify_overhead/<device>)]
 
 Each row: the median over ``--repeat`` runs (after one warm-up run, so the fork-server template
 is up), and the phases of the last run as the verdict reports them.
@@ -95,7 +95,12 @@ def main(argv=None) -> int:
                          "torch_cudal1")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
-    out = Path(args.out or ROOT / "benchmarks" / "results" / "verify_overhead" / args.device)
+    dev = args.device
+    if dev.startswith("cuda"):
+        import torch
+        from benchmarks.paths import gpu_short_name
+        dev = gpu_short_name(torch.cuda.get_device_name(torch.device(args.device)))
+    out = Path(args.out or ROOT / "benchmarks" / "results" / "verify_overhead" / dev)
     now = measure(args.device, args.repeat, args.time_budget_s)
     before = _other(args.against, args) if args.against else None
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],

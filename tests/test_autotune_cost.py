@@ -1,12 +1,8 @@
 """benchmarks/autotune_cost.py: each max-autotune attempt's verification beside the number of
 shapes its graph gives inductor to tune (where the engine's shape budget comes from)."""
 import json
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import autotune_cost  # noqa: E402
+from benchmarks import autotune_cost
 
 CONVS = '''import torch
 import torch.nn as nn

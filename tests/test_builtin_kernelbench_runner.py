@@ -12,8 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _tiny_rows(rows, n=2):
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from kernelbench_runner import count_work
+    from benchmarks.kernelbench_runner import count_work
     sized = []
     for r in rows:
         if r["level_id"] == 1:
@@ -27,8 +26,7 @@ def _tiny_rows(rows, n=2):
 
 def _fake_queue(tmp_path, level: int, ids):
     """(runner module, data file, out dir) for tasks of a placeholder source, ceilings set."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import kernelbench_runner as kb
+    from benchmarks import kernelbench_runner as kb
     data = tmp_path / "rows.jsonl"
     data.write_text("".join(json.dumps({"level_id": level, "task_id": i, "ref_code": "x = 1\n"}) + "\n"
                             for i in ids))
@@ -68,8 +66,7 @@ def test_runner_smoke_on_cpu(kernelbench_rows, tmp_path):
 
 
 def test_interleave_covers_every_level_early():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from kernelbench_runner import interleave_levels
+    from benchmarks.kernelbench_runner import interleave_levels
     rows = [{"id": f"L{lv}_{i}", "level": lv} for lv, n in ((1, 3), (2, 2), (3, 1)) for i in range(n)]
     order = [r["id"] for r in interleave_levels(rows)]
     assert order == ["L1_0", "L2_0", "L3_0", "L1_1", "L2_1", "L1_2"]
@@ -358,8 +355,7 @@ def test_a_solution_timed_while_the_host_disturbed_it_is_timed_again(
 def test_the_summary_lists_timings_with_a_wide_spread(tmp_path):
     """A ratio built on a timing whose spread is half its median (L2_34's eager time in session 8)
     is flagged in the markdown summary; the timings of candidates that did not win are not."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import kernelbench_runner as kb
+    from benchmarks import kernelbench_runner as kb
 
     def att(origin, ms, spread):
         return {"origin": origin, "reason": "ok", "ms": ms, "spread_ms": spread}
@@ -378,8 +374,7 @@ def test_the_summary_lists_timings_with_a_wide_spread(tmp_path):
 
 
 def _kb():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import kernelbench_runner as kb
+    from benchmarks import kernelbench_runner as kb
     return kb
 
 
@@ -474,8 +469,7 @@ def test_the_summary_counts_the_tasks_timed_on_the_python_loop(tmp_path):
 def test_a_failed_attempt_keeps_why_in_the_record():
     """Read later without a GPU: a rejection's detail is kept (truncated), an accepted attempt's
     time without one."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import kernelbench_runner as kb
+    from benchmarks import kernelbench_runner as kb
     from torch_cudal1.contracts import Attempt, Candidate, Timing, Verdict
     crashed = Attempt(Candidate("x", "builtin:cudagraph"),
                       Verdict.reject("crash", "RuntimeError: operation not permitted when stream "
@@ -576,7 +570,7 @@ def test_replay_recheck_verifies_old_replay_winners_again_under_the_rules_now(tm
     current rules is not selected, unless the host disturbed its solution's timing where the
     solution could have won (session 24's L3_31). The search's fields are kept as they were."""
     kb = _kb()
-    import replay_recheck
+    from benchmarks import replay_recheck
     from torch_cudal1.verify import RULES
     adv = ROOT / "tests" / "adversarial"
     ref = (adv / "tasks" / "conv2d.py").read_text()

@@ -1,12 +1,8 @@
 """benchmarks/channels_last_cost.py: each convolution task timed NCHW and through the built-in
 channels-last wrapper, per dtype; a task the wrapper breaks is a row saying why, not a stop."""
 import json
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import channels_last_cost  # noqa: E402
+from benchmarks import channels_last_cost
 
 CONV = '''import torch
 import torch.nn as nn

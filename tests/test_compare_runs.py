@@ -1,12 +1,8 @@
 """benchmarks/compare_runs.py --reruns: tasks run again, against their record before."""
 import json
 import math
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import compare_runs  # noqa: E402
+from benchmarks import compare_runs
 
 
 def test_reruns_compare_each_task_with_its_record_before(tmp_path, capsys):
@@ -53,7 +49,7 @@ def test_reruns_report_how_far_inductor_moved(tmp_path, capsys):
 
 
 def test_runner_phases_split_each_tasks_wall_time(tmp_path, capsys):
-    import runner_phases
+    from benchmarks import runner_phases
 
     def attempt(wall, build, verify, timing, lock, **more):
         return {"phases": {"wall_s": wall, "build_s": build, "verify_s": verify, "time_s": timing,
@@ -76,7 +72,7 @@ def test_eager_switches_counts_every_timing_by_the_core_it_ran_on(tmp_path, caps
     """Which core the timings are given decides how often the host takes it from them
     (sessions 19-20: CPU 0 against CPU 15): every timing counts, the first of one taken again
     too, under the timing CPUs it ran on."""
-    import eager_switches
+    from benchmarks import eager_switches
 
     def att(origin, ms, sw, cpus, retimed=None):
         a = {"origin": origin, "ms": ms, "host": {"involuntary_switches": sw, "timing_cpus": cpus}}

@@ -1,12 +1,8 @@
 """benchmarks/trace_vs_records.py: which records miss candidate families the engine proposes now
 (so their figures are stale until the task runs again)."""
 import json
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import trace_vs_records  # noqa: E402
+from benchmarks import trace_vs_records
 
 LINEAR = '''import torch
 import torch.nn as nn
@@ -85,8 +81,7 @@ def test_recurrent_models_are_not_called_stale_from_their_cpu_graph(tmp_path):
 def test_the_runner_summary_counts_stale_records_from_the_records_as_they_are_now(tmp_path):
     """The traces say what each graph gets; the records say what was tried. A task run again
     with the family leaves the count."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import kernelbench_runner as kb
+    from benchmarks import kernelbench_runner as kb
     traces = tmp_path / "traces.jsonl"
     traces.write_text(json.dumps({"id": "L1_1", "fired": [], "tunable": True,
                                   "fp32_products": True, "convolutions": False}) + "\n")
@@ -125,8 +120,7 @@ LAUNCH_BOUND = [_ok("baseline:eager", 13.4), _ok("baseline:inductor", 26.7),
 def test_records_without_the_graph_wraps_their_own_times_call_for_are_stale(tmp_path):
     """Read off the record's times (the engine's round-2 rule run on them), so recurrent models
     and records searched since the traces count too; a record with the wraps does not."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import kernelbench_runner as kb
+    from benchmarks import kernelbench_runner as kb
     rec = {"id": "L3_1", "status": "ok", "seconds": 61.5, "attempts": LAUNCH_BOUND}
     assert trace_vs_records.new_graph_wraps(rec) == ["builtin:channels-last+cudagraph",
                                                      "builtin:inductor+cudagraph"]

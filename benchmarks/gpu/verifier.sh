@@ -51,7 +51,7 @@ if has solutions; then
   if [ $secs -gt 60 ]; then
     timeout $(( secs + 120 )) python3 benchmarks/verify_solutions.py \
       --data .carry/kernelbench/cudal1_h100_dev.jsonl \
-      --records benchmarks/results/h200/kernelbench/results.jsonl --device cuda \
+      --records benchmarks/results/kernelbench/h200/results.jsonl --device cuda \
       --workers ${WORKERS:-10} --max-seconds $secs --out "$OUT/solutions" ${IDS:+--ids $IDS} \
       > "$OUT/solutions.log" 2>&1
     tail -30 "$OUT/solutions.log"

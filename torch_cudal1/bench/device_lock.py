@@ -145,7 +145,7 @@ class DeviceLock:
 
     def suspend(self) -> None:
         """Let go of a shared hold for a while (``resume`` takes it back): for stretches inside
-        a verification that do no device work, such as a compile (``verify/compile_lock.py``).
+        a verification that do no device work, such as a compile.
         Only the thread holding it, only a shared hold: an exclusive one is a timing's."""
         if self._fds is None or self._exclusive or not self._shared or self._suspended:
             return

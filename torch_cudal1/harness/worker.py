@@ -30,7 +30,23 @@ def main() -> None:
     faulthandler.enable()   # a crash in a kernel launcher leaves its stack in the log
     req_fd, rep_fd, slot_fd = (int(a) for a in sys.argv[1:4])
     from . import protocol
-    setup = protocol.recv(req_fd)
+    # What every candidate needs, before the setup arrives (the judge builds its reference
+    # meanwhile): torch, the device's context, the modules a serving process has loaded.
+    import torch
+    import torch_cudal1.graph_runner  # noqa: F401 - what a serving process has loaded
+    import torch_cudal1.verify  # noqa: F401 - and one that searched
+    from . import audit, calls, guards, state  # noqa: F401
+    if len(sys.argv) > 4 and sys.argv[4].startswith("cuda"):
+        try:
+            torch.cuda.init()
+        except Exception:  # noqa: BLE001 - reported where the candidate first needs it
+            pass
+    try:
+        setup = protocol.recv(req_fd)
+    except protocol.ProtocolError:   # the judge decided before it needed a worker
+        os._exit(0)
+    if setup.get("op") == "bye":
+        os._exit(0)
     os._exit(_serve(setup, req_fd, rep_fd, slot_fd))
 
 
@@ -43,8 +59,6 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
     from . import audit, guards
     from .calls import Inputs, Runner, Slots, quiet_cpu
     from .errors import chain_text
-    import torch_cudal1.graph_runner  # noqa: F401 - what a serving process has loaded
-    import torch_cudal1.verify  # noqa: F401 - and one that searched
 
     def fail(where: str, e: BaseException) -> int:
         protocol.send(rep_fd, {"error": {"where": where, "type": type(e).__name__,

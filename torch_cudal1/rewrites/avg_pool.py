@@ -6,7 +6,7 @@ convolution with ``groups = channels`` and every tap ``1 / prod(k)`` (``1 / divi
 where one is given). The same additions either way, done by the convolution kernels, which
 libraries tune far more than the pooling path: CUDA-L1's solution of KernelBench's 3-D average
 pool does this and runs 1.6x faster than inductor on an H200
-(``benchmarks/results/h200/kernelbench/solutions.md``). Like every rewrite it is only a candidate:
+(``benchmarks/results/kernelbench/h200/solutions.md``). Like every rewrite it is only a candidate:
 the verifier checks it and the timing decides.
 
 Not rewritten: padding left out of the count (unless there is none), ``ceil_mode`` where it adds a

@@ -15,7 +15,7 @@ inserted zero is computed). The bias is added once, after.
 The same multiply-adds either way, done by the forward convolution kernels, which libraries tune
 far more than the transposed (gradient-of-input) path: CUDA-L1's solutions of KernelBench's
 stride-1 transposed convolutions do the first and run 3-6x faster than eager on an H200
-(``benchmarks/results/h200/kernelbench/solutions.md``). Like every rewrite it is only a
+(``benchmarks/results/kernelbench/h200/solutions.md``). Like every rewrite it is only a
 candidate: the verifier checks it and the timing decides.
 
 Not rewritten: symbolic sizes; stride 1 with an output padding or a padding wider than the

@@ -8,8 +8,8 @@ whose mean and rstd outputs are unused (inference): there one program per row, o
 reduction per row, leaves the device idle (KernelBench L1_40: 16 rows of 4M elements, inductor at
 27% of the copy roofline on an H200). Likewise for ``native_group_norm`` whose groups (channels
 per group times spatial size) are that long. With rows enough to fill the device, inductor's own
-kernels were as fast or faster in every case measured (``benchmarks/templates_bench.py``,
-session 12: 0.53x to 1.03x), so the template is not proposed there.
+kernels were as fast or faster in every case measured (0.53x to 1.03x,
+``benchmarks/templates_bench.py``), so the template is not proposed there.
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ Both products take inputs with TF32's precision, 10 mantissa bits rounded to nea
 - Scores: q and k rounded to TF32 here before ``tl.dot``. A tensor core fed float32 registers
   ignores their 13 low mantissa bits (truncation, biased toward zero): so truncated, the kernel
   was 1.7e-3 from float64 on a 16384-key sequence on an H200, three times fp16 FlashAttention's
-  error (session 24, ``benchmarks/attention_bench.py``).
+  error (``benchmarks/attention_bench.py``).
 - Weights times values: in fp16, which has the same 10 bits, twice TF32's tensor-core rate and
   half its bytes per value in shared memory. The weights lie in [0, 1]; the values come in
   scaled per column of each head by a power of two (``attention_tf32._half_values``), their

@@ -2,14 +2,13 @@
 
 ``model.double()`` is not always the same computation in more precision: a graph traced on a
 GPU may call a kernel ATen picked for its dtype (a fused attention kernel, most likely), which fed
-float64 need not give a sound answer. Session 25: a transformers BERT layer traced in bf16 on the
-H200, whose float64 copy answered one input with a relative error of 0.68 against itself from one
-call to the next (which op did it was not isolated). The compare's tolerance
-grows with the native reference's own error against the float64 copy (``SLACK * native's``), so a
-copy like that would loosen every check, and the canary would call its drift tampering. The
-decision is made once, on the canary's draw, before any candidate code runs, so a candidate cannot
-steer it: a copy much further from the native answer than the dtype's tolerance is dropped, and
-the native reference is the answer, at the dtype's own tolerance, as for an op without float64.
+float64 need not give a sound answer (a transformers BERT layer traced in bf16 on a GPU had a
+float64 copy that answered one input with a relative error of 0.68 against itself from one call
+to the next). The compare's tolerance grows with the native reference's own error against the
+float64 copy (``SLACK * native's``), so a copy like that would loosen every check. The decision is
+made once, in the judge, on draw 0, before any candidate runs: a copy much further from the
+native answer than the dtype's tolerance is dropped, and the native reference is the answer, at
+the dtype's own tolerance, as for an op without float64.
 """
 from __future__ import annotations
 

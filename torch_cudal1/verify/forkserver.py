@@ -1,4 +1,4 @@
-"""Verifier children forked from a template process that has already imported torch.
+"""Judges forked from a template process that has already imported torch.
 
 Every candidate still runs in a fresh process of its own (own session, memory limit, parent-death
 signal, its log as stdout/stderr), but it is forked from a template that imported torch and
@@ -15,9 +15,10 @@ child's token in its memory.
 first verification (``prestart``), and elsewhere a process's second verification starts it. A
 verification that finds the template starting waits for it (up to ``_JOIN_LIMIT_S``) rather than
 import torch a second time beside it, which would also load the host while candidates are
-timed. On CUDA too: forked children pass the GPU verifier tests on the H200 (session 14),
-and the KernelBench runner's tasks spent a median 3 s outside their verification phases with them
-against 45 s without (``benchmarks/runner_phases.py``). ``1``: always (waiting for the template).
+timed. On CUDA too: a forked judge initialises its own device context (KernelBench tasks spent a
+median 3 s outside their verification phases forked against 45 s without,
+``benchmarks/runner_phases.py``). The candidate's own worker is never forked from it: the judge
+starts it as a fresh interpreter inside the OS sandbox. ``1``: always (waiting for the template).
 ``0``: never. Any failure to start or reach the template falls back to a plain child interpreter.
 A template idle for ``CUDAL1_VERIFY_FORKSERVER_IDLE_S`` (120 s) exits; the next one starts on demand.
 """

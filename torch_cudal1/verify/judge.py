@@ -117,24 +117,24 @@ def _tensor_spans(outputs, owner) -> list:
 class Worker:
     """The candidate's process as the judge sees it: a sandboxed child, two pipes, the slots."""
 
-    def __init__(self, judge: "Judge", specs: list, count: int):
+    def __init__(self, judge: "Judge"):
         self.judge = judge
-        self.count = count
-        self.specs = specs
-        _, slot_bytes = protocol.layout(specs)
-        self.slot_fd = memfd(count * slot_bytes)
-        self.slots = Slots(self.slot_fd, count, specs, "cpu")
+        self.slot_fd = memfd(0)   # sized once the reference's outputs are known (setup)
+        self.slots = None
         self.proc = None
         self.scoped = None
         self.wall_ping = 0.0
 
-    def start(self, setup: dict, timeout_s: float) -> dict:
+    def spawn(self) -> None:
+        """Start the process: it imports torch and what a serving process has loaded while the
+        judge builds the reference, then waits for its setup."""
         j = self.judge
         wd = j.wd / "worker"
         wd.mkdir(exist_ok=True)
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
-        argv = [sys.executable, "-m", WORKER_MODULE, str(req_r), str(rep_w), str(self.slot_fd)]
+        argv = [sys.executable, "-m", WORKER_MODULE, str(req_r), str(rep_w), str(self.slot_fd),
+                j.device]
         env = os_sandbox.scrubbed_env(j.worker_env)
         if j.sandboxed:
             argv = os_sandbox.wrap(argv, chdir=str(wd), writable=j.write_roots + [str(wd)],
@@ -148,6 +148,11 @@ class Worker:
         os.close(req_r)
         os.close(rep_w)
         self.req, self.rep = req_w, rep_r
+
+    def setup(self, setup: dict, specs: list, count: int, timeout_s: float) -> dict:
+        _, slot_bytes = protocol.layout(specs)
+        os.ftruncate(self.slot_fd, max(count * slot_bytes, 1))
+        self.slots = Slots(self.slot_fd, count, specs, "cpu")
         protocol.send(self.req, setup)
         reply, _ = self._reply(timeout_s, "while importing and building")
         return reply
@@ -503,6 +508,7 @@ class Judge:
         from ..bench.device_lock import DeviceLock
         self.lock = DeviceLock(self.device)
         self._ref_shares = None
+        self._spawn_worker()
         t0 = self._clock()
         init = self.task.get_init_inputs()
         self.seed0 = _fresh_seed()
@@ -545,7 +551,9 @@ class Judge:
             result["verdict"]["stats"]["settings_scoped"] = self.worker.scoped
         return result
 
-    def _start_worker(self) -> None:
+    def _spawn_worker(self) -> None:
+        """The candidate's process, started before the reference is built so that its
+        interpreter's start overlaps the judge's own work."""
         req, wd = self.req, self.wd
         self.sandboxed = os_sandbox.active()
         if not self.sandboxed and os_sandbox.required():
@@ -590,7 +598,11 @@ class Judge:
             env.update(TORCHINDUCTOR_CACHE_DIR=ind, TRITON_CACHE_DIR=tri)
             self.write_roots += [ind, tri]
         self.worker_env = env
-        self.worker = Worker(self, self.specs, self.batch)
+        self.worker = Worker(self)
+        self.worker.spawn()
+
+    def _start_worker(self) -> None:
+        req, wd = self.req, self.wd
         # The worker's own copies, in the one folder it may write to: code that builds beside
         # its own file (``os.path.dirname(__file__)``) builds there, and what it does to them
         # changes nothing the judge reads.
@@ -605,7 +617,8 @@ class Judge:
                  "write_roots": self.write_roots + [str(wd / "worker")],
                  "isolate": not self.trusted}
         t0 = self._clock()
-        reply = self.worker.start(setup, max(1.0, self.deadline - time.monotonic()))
+        reply = self.worker.setup(setup, self.specs, self.batch,
+                                  max(1.0, self.deadline - time.monotonic()))
         self.phases["build_s"] = round(self._since(t0), 3)
         if reply.get("error"):
             e = reply["error"]
@@ -807,7 +820,7 @@ class Judge:
             timing.extra["timed_again"] = r.verdict.detail
         self.guard("after timing")
         self.refill_check("after timing")
-        self.phases["time_s"] = round(self._since(t0), 3)
+        self.phases["time_s"] = round(self._since(t0) - self.phases.get("time_ref_s", 0.0), 3)
         return timing
 
     def _time_run(self) -> Timing:
@@ -821,6 +834,7 @@ class Judge:
         batches: list[dict] = []
         rng = random.SystemRandom()
         full_checks = switches = 0
+        ref_s = 0.0
         per_call_s = self.ref_call_s
         warm = True
         deadline = time.perf_counter() + budget
@@ -849,6 +863,7 @@ class Judge:
                     full_checks += len(picked)
                     s_c = [r["ms"] for r in recs]
                     s_r = [r["ms"] for r in ref_rep["calls"]]
+                    ref_s += w_r
                     if not warm:
                         cand_ms += s_c
                         ref_ms += s_r
@@ -873,6 +888,7 @@ class Judge:
                  **{k: v for k, v in host.items() if k != "involuntary_switches"}}
         median = self._cross_check(median, batches, extra)
         ref_med, ref_spread = _quartiles(ref_ms)
+        self.phases["time_ref_s"] = round(self.phases.get("time_ref_s", 0.0) + ref_s, 3)
         if self.req.get("pair_reference"):
             extra.update(paired_ref_ms=ref_med, paired_ref_spread_ms=ref_spread,
                          paired_ref_n=len(ref_ms),

@@ -13,8 +13,8 @@ A capture starts and ends with cuBLAS's cached workspaces emptied (as cudagraph 
 their own recordings), so that the workspace a graph's matrix products use is allocated during
 its capture, in its own memory pool. Otherwise the graph bakes in a workspace that cuBLAS owns,
 and code that empties those caches (the trees, on every warm-up and recording) leaves the replay
-reading freed memory: in session 5, processes holding both died with ``unspecified launch
-failure`` on transformer blocks (``benchmarks/results/h200/session5``).
+reading freed memory: processes holding both died with ``unspecified launch failure`` on
+transformer blocks (``benchmarks/cudagraph_coexist.py``, ``benchmarks/results/cudagraph_coexist/``).
 """
 from __future__ import annotations
 

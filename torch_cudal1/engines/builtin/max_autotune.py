@@ -24,8 +24,8 @@ _REDUCTIONS = {"sum", "mean", "amax", "amin", "max", "min", "prod", "var", "var_
                "_native_batch_norm_legit_no_training", "linalg_vector_norm", "norm", "cumsum",
                "argmax", "argmin"}
 _TUNED = _TEMPLATED | _REDUCTIONS
-# Tuning one shape: about 13 s on a quiet H200 host (ResNet-18's twelve shapes took 155 s in
-# session 15), more beside other searches. On KernelBench's H200 records every graph with up to 12
+# Tuning one shape: about 13 s on a quiet H200 host (ResNet-18's twelve shapes took 155 s), more
+# beside other searches. On KernelBench's H200 records every graph with up to 12
 # shapes verified in time; all five with 18 to 103 ran past the 300 s verification limit
 # (benchmarks/autotune_cost.py).
 SECONDS_PER_SHAPE = 20.0
