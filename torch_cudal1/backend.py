@@ -19,10 +19,39 @@ def _needs_autograd(example_inputs) -> bool:
 
 def cudal1_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | None = None,
                    mode: str | None = None, **_ignored):
-    opts = Options.resolve(options)
+    opts = Options.resolve(options)     # a wrong option is the caller's error: it raises
     configure(opts.log_level)
     if mode:
         logger.debug("torch.compile mode=%r is ignored by cudal1 (use options=...)", mode)
+    try:
+        return _compile(gm, example_inputs, opts)
+    except Exception as e:  # noqa: BLE001 - the boundary's capture stage
+        from .fallback import report
+        report("capture", e, opts, graph=_label(gm))
+        return _captured_fallback(gm, example_inputs, opts)
+
+
+def _label(gm) -> str:
+    try:
+        from .graph.hashing import graph_hash
+        return graph_hash(gm.graph)
+    except Exception:  # noqa: BLE001 - a name for the log line only
+        return "?"
+
+
+def _captured_fallback(gm, example_inputs, opts):
+    """Dynamo's graph on the fallback, where capture to ATen failed."""
+    if opts.fallback == "inductor":
+        try:
+            from torch._inductor.compile_fx import compile_fx
+            return compile_fx(gm, example_inputs)
+        except Exception as e:  # noqa: BLE001 - then eagerly
+            logger.debug("inductor fallback failed too (%s: %s): running eagerly",
+                         type(e).__name__, e)
+    return gm.forward
+
+
+def _compile(gm: torch.fx.GraphModule, example_inputs, opts: Options):
     if _needs_autograd(example_inputs):
         if opts.training == "inductor":
             logger.info("graph needs autograd: compiled by inductor (cudal1 searches inference "
@@ -32,7 +61,7 @@ def cudal1_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | Non
         logger.info("graph needs autograd: running eagerly (cudal1 searches inference graphs only)")
         return gm.forward
 
-    from torch._functorch.aot_autograd import aot_module_simplified
+    from torch._functorch import aot_autograd
 
     from .graph_runner import GraphRunner
 
@@ -44,7 +73,7 @@ def cudal1_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | Non
         runners.append(runner)
         return runner
 
-    compiled = aot_module_simplified(gm, example_inputs, fw_compiler=fw_compiler)
+    compiled = aot_autograd.aot_module_simplified(gm, example_inputs, fw_compiler=fw_compiler)
     if len(runners) == 1 and runners[0].passthrough:
         # AOT's runtime wrapper has nothing to do for this graph (no input mutations, no aliased
         # outputs, no subclasses, inputs in Dynamo's order): call the runner directly and save
