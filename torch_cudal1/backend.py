@@ -68,12 +68,18 @@ def _compile(gm: torch.fx.GraphModule, example_inputs, opts: Options):
     runners: list = []
 
     def fw_compiler(aten_gm, aten_inputs):
+        passthrough = _aot_wrapper_is_identity(aten_gm, example_inputs)
+        same_inputs = passthrough or _aot_wrapper_is_identity(aten_gm, example_inputs,
+                                                              tensors_only=False)
         runner = GraphRunner(aten_gm, aten_inputs, opts)
-        runner.passthrough = _aot_wrapper_is_identity(aten_gm, example_inputs)
+        runner.passthrough = passthrough
+        runner.same_inputs = same_inputs
         runners.append(runner)
         return runner
 
     compiled = aot_autograd.aot_module_simplified(gm, example_inputs, fw_compiler=fw_compiler)
+    if len(runners) == 1 and runners[0].same_inputs and runners[0].wants_inductor_for_every_size():
+        _build_inductor(runners[0], gm, example_inputs)
     if len(runners) == 1 and runners[0].passthrough:
         # AOT's runtime wrapper has nothing to do for this graph (no input mutations, no aliased
         # outputs, no subclasses, inputs in Dynamo's order): call the runner directly and save
@@ -89,7 +95,23 @@ def _compile(gm: torch.fx.GraphModule, example_inputs, opts: Options):
     return compiled
 
 
-def _aot_wrapper_is_identity(aten_gm, example_inputs) -> bool:
+def _build_inductor(runner, gm, example_inputs) -> None:
+    """Inductor's code for a dynamic graph, built here where Dynamo's example inputs carry the
+    symbolic sizes (after the runner's own capture: inductor's passes rewrite ``gm`` in place);
+    the runner's inputs are Dynamo's (``same_inputs``), so it calls the build with its own.
+    Failing, sizes not searched are served eagerly (debug log: nothing is lost but speed)."""
+    from .fallback import inductor_dynamic
+    try:
+        runner.set_inductor(inductor_dynamic(gm, example_inputs, len(example_inputs)))
+    except Exception as e:  # noqa: BLE001 - an optimisation of the fallback
+        logger.debug("inductor with dynamic shapes failed for graph %s (%s: %s)",
+                     runner.graph_id[:12], type(e).__name__, e)
+
+
+def _aot_wrapper_is_identity(aten_gm, example_inputs, tensors_only: bool = True) -> bool:
+    """AOT's runtime wrapper passes Dynamo's inputs to the ATen graph as they are, and its
+    outputs back as they are. ``tensors_only``: and every input is a tensor (the sizes of a
+    dynamic graph are inputs too; without it they may be, the order and count being the same)."""
     from torch._guards import TracingContext
     try:
         from torch._functorch._aot_autograd.schemas import SubclassCreationMeta
@@ -105,6 +127,7 @@ def _aot_wrapper_is_identity(aten_gm, example_inputs) -> bool:
                 and not any(isinstance(m, SubclassCreationMeta) for m in meta.subclass_inp_meta)
                 and len(placeholders) == len(example_inputs)
                 and meta.num_forward == len(outputs)
-                and all(isinstance(x, torch.Tensor) for x in example_inputs))
+                and (not tensors_only
+                     or all(isinstance(x, torch.Tensor) for x in example_inputs)))
     except Exception:  # noqa: BLE001 - internal API moved: keep AOT's wrapper
         return False

@@ -57,31 +57,63 @@ def report(stage: str, e: BaseException, options, *, graph: str = "?", key: str 
     return log
 
 
+def inductor_dynamic(gm: torch.fx.GraphModule, example_inputs, n_args: int):
+    """Inductor's code for Dynamo's graph ``gm``, built inside the backend call where its example
+    inputs carry the graph's symbolic sizes: one build serves every size. Called as
+    ``fn(*args, *constants)`` like the runner's other implementations: only the first ``n_args``
+    (Dynamo's inputs, which are the runner's where AOT's wrapper passes them through) are used."""
+    from torch._inductor.compile_fx import compile_fx
+    compiled = compile_fx(gm, list(example_inputs))   # called unboxed, as Dynamo calls it
+
+    def call(*full):
+        return compiled(*full[:n_args])
+    return call
+
+
+def inductor_on(gm: torch.fx.GraphModule, args: list):
+    """Inductor's code for ``gm`` at the sizes of ``args`` (real tensors), through inductor's FX
+    graph cache where it holds it."""
+    from .arbiter import compile_cached
+    return compile_cached(gm, list(args))
+
+
 class Fallback:
-    """The user's graph on the fallback: ``gm`` eagerly, or through inductor (built at its first
-    call). Inductor failing to build or run falls back to eager, saying so once; the graph's own
-    exceptions (the same as eager's) propagate."""
+    """The user's graph on the fallback: ``gm`` eagerly, or through inductor: ``prebuilt`` (a
+    build for every size), else built at the first call of each input signature. Inductor failing
+    to build or run falls back to eager, saying so once; the graph's own exceptions (the same as
+    eager's) propagate. A graph running inside Dynamo's compiled code cannot be compiled by a
+    nested ``torch.compile`` (Dynamo is disabled there and it would run eagerly): inductor is
+    called directly."""
 
     def __init__(self, gm: torch.fx.GraphModule, kind: str, options, graph: str = "?",
-                 dynamic: bool = False):
+                 prebuilt=None):
         self.gm, self.kind, self.options, self.graph = gm, kind, options, graph
-        self.dynamic = dynamic
-        self._fn = gm.forward if kind == "eager" else None
         self.origin = f"fallback:{kind}"
+        self._eager = kind == "eager"
+        self._prebuilt = prebuilt
+        self._built: dict = {}
+
+    def _inductor(self, args):
+        if self._prebuilt is not None:
+            return self._prebuilt
+        sig = tuple((tuple(a.shape), tuple(a.stride()), a.dtype, a.device)
+                    if isinstance(a, torch.Tensor) else (type(a), a) for a in args)
+        fn = self._built.get(sig)
+        if fn is None:
+            fn = self._built[sig] = inductor_on(self.gm, list(args))
+        return fn
 
     def __call__(self, *args):
-        fn = self._fn
-        if fn is None:
-            fn = self._fn = torch.compile(self.gm.forward, dynamic=self.dynamic or False)
-        if self.kind == "eager" or fn is self.gm.forward:
-            return fn(*args)
+        if self._eager:
+            return self.gm.forward(*args)
         try:
-            return fn(*args)
+            return self._inductor(args)(*args)
         except Exception as e:  # noqa: BLE001 - inductor's failure is ours, not the user's
             try:
                 out = self.gm.forward(*args)
             except Exception:
                 raise e from None     # the graph itself fails on these inputs: the user's error
-            self._fn = self.gm.forward
-            report("serve", e, self.options, graph=self.graph, instead="the eager fallback")
+            self._eager = True
+            report("serve", e, self.options, graph=self.graph,
+                   instead=f"the graph eagerly (inductor, the {self.kind} implementation, failed)")
             return out

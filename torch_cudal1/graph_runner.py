@@ -4,8 +4,8 @@ Failures never reach the user's model (unless ``strict``): every stage after cap
 load, render, search, arbitrate, serve) is inside one boundary (``fallback.report``); the graph
 runs on the fallback and one warning names the stage, the cause and where the log is.
 
-Shapes as serving sees them: a graph with dynamic shapes, or a static graph of a structure this
-process already met at another size, is served at once by a shape-generic implementation
+Shapes as serving sees them: a graph with dynamic shapes, or a static graph that Dynamo compiled
+again for another size of the same code, is served at once by a shape-generic implementation
 (``generic``: inductor with dynamic shapes, or eager); an exact size is searched by a background
 worker once it has been called ``SEARCH_AFTER_CALLS`` times, and its winner swapped in. No search
 runs inside ``forward`` for a new size unless ``new_shapes="search"`` (what ``cudal1 warm`` uses).
@@ -37,10 +37,35 @@ def _device_of(args) -> str:
 SEARCH_AFTER_CALLS = 2
 # At most this many sizes of one graph are searched in the background (one worker at a time).
 MAX_BACKGROUND_SIZES = 8
-# graph structure (shapes erased) -> graph ids met in this process: a static graph whose structure
-# was met at another size is a re-specialisation (dynamic=False, or a dimension Dynamo keeps static).
+# (Dynamo frame, graph structure with sizes erased) -> (graph, input shapes) compiled for it since
+# the frame's first compile: a static graph whose frame compiled the same structure at other
+# sizes is a re-specialisation (dynamic=False, or a dimension Dynamo keeps static).
 _STRUCTURES: dict = {}
 _STRUCTURES_LOCK = threading.Lock()
+
+
+def _shapes(example_inputs) -> tuple:
+    return tuple(tuple(str(d) for d in x.shape) if isinstance(x, torch.Tensor) else None
+                 for x in example_inputs)
+
+
+def _respecialised(structure: str, specialisation) -> bool:
+    """True when Dynamo is compiling this graph's frame again, and an earlier compile of the
+    frame (since Dynamo's last reset) had the same structure at other sizes."""
+    try:
+        from torch._guards import CompileContext
+        cid = CompileContext.current_compile_id()
+    except Exception:  # noqa: BLE001 - internal API moved: every graph counts as new
+        return False
+    if cid is None or cid.frame_id is None:
+        return False
+    with _STRUCTURES_LOCK:
+        if not cid.frame_compile_id:     # the frame's first compile: forget what came before
+            for k in [k for k in _STRUCTURES if k[0] == cid.frame_id]:
+                del _STRUCTURES[k]
+        seen = _STRUCTURES.setdefault((cid.frame_id, structure), set())
+        seen.add(specialisation)
+        return len(seen) > 1
 
 
 def _is_dynamic(example_inputs) -> bool:
@@ -69,16 +94,27 @@ class GraphRunner:
         self._lock = threading.RLock()
         self._stage = "lift"              # the stage in progress, named by a failure's log line
         self.dynamo_gm = None             # set by the backend when Dynamo's graph takes our inputs
-        self.gm, self.consts, self.graph_id, self.structure = gm, [], "?", None
+        self.gm, self.consts, self.graph_id, self.resized = gm, [], "?", False
+        self._inductor = None             # inductor's build for every size (a dynamic graph's)
         try:
             self.gm, _, self.consts = lift_constants(gm, [])
             self._stage = "key"
             self.graph_id = graph_hash(self.gm.graph)
-            self.structure = structure_hash(self.gm.graph)
+            self.resized = _respecialised(structure_hash(self.gm.graph),
+                                          (self.graph_id, _shapes(example_inputs)))
         except Exception as e:  # noqa: BLE001 - the boundary: the graph as captured still runs
             self.gm, self.consts = gm, []
             report(self._stage, e, options, graph=self.graph_id)
             self._impl = self.fallback()
+
+    def wants_inductor_for_every_size(self) -> bool:
+        """A dynamic graph whose sizes not searched yet (or whose failures) inductor serves."""
+        o = self.options
+        return self.dynamic and self._impl is None and (o.fallback == "inductor" or (
+            o.generic == "inductor" and o.mode == "search" and o.new_shapes != "search"))
+
+    def set_inductor(self, fn) -> None:
+        self._inductor = fn
 
     # -- the hot path ------------------------------------------------------------------------
     def __call__(self, args):
@@ -132,7 +168,7 @@ class GraphRunner:
         """What runs when a stage fails, and on cache-only misses: ``options.fallback``."""
         if self._fallback_fn is None:
             self._fallback_fn = Fallback(self.gm, self.options.fallback, self.options,
-                                         self.graph_id, dynamic=self.dynamic)
+                                         self.graph_id, self._inductor)
         return self._fallback_fn
 
     def generic(self):
@@ -143,7 +179,7 @@ class GraphRunner:
                 self._generic_fn = self.fallback()
             else:
                 self._generic_fn = Fallback(self.gm, self.options.generic, self.options,
-                                            self.graph_id, dynamic=self.dynamic)
+                                            self.graph_id, self._inductor)
         return self._generic_fn
 
     def _choose(self, full: list):
@@ -191,15 +227,8 @@ class GraphRunner:
 
     def _new_shape(self) -> bool:
         """This miss is a size of a graph that serving sees at several sizes: a graph with dynamic
-        shapes, or a static graph whose structure this process met at another size."""
-        if self.options.new_shapes == "search":
-            return False
-        if self.dynamic:
-            return True
-        with _STRUCTURES_LOCK:
-            ids = _STRUCTURES.setdefault(self.structure, set())
-            ids.add(self.graph_id)
-            return len(ids) > 1
+        shapes, or a static graph that Dynamo compiled again for another size."""
+        return self.options.new_shapes != "search" and (self.dynamic or self.resized)
 
     def _queue_background(self, pending: "_Pending") -> None:
         """Search ``pending``'s exact size in a background worker (``new_shapes="background"``)."""
