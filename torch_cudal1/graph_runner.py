@@ -292,7 +292,7 @@ class GraphRunner:
         if hit:
             STATS["cache_hits"] += 1
         logger.info("%s %s: %s (%s)", "cache hit" if hit else "cached", entry.key,
-                    entry.winner_origin, _speed(entry.meta.get("winner", {})))
+                    entry.winner_origin, _speed(entry.meta))
         call = _as_tuple(forward)
         call.origin = entry.winner_origin   # for the arbiter's record of what it served
         call.search_ms = _search_times(entry.meta)   # for the arbiter's max-autotune trigger
@@ -474,13 +474,17 @@ def _as_tuple(forward):
     return call
 
 
-def _speed(w: dict) -> str:
+def _speed(meta: dict) -> str:
+    noise = (meta.get("summary") or {}).get("host_noise") or {}
+    if noise.get("noisy") and not noise.get("decided", True):
+        return "no speedup claimed: the host was too noisy to decide when it was searched"
+    w = meta.get("winner") or {}
     parts = []
     if w.get("speedup_vs_eager"):
         parts.append(f"x{w['speedup_vs_eager']:.2f} over eager")
     if w.get("speedup_vs_inductor"):
         parts.append(f"x{w['speedup_vs_inductor']:.2f} over inductor")
-    return ", ".join(parts) or "no timing"
+    return ", ".join(parts) or "no speedup measured"
 
 
 def _search_times(meta: dict) -> dict:
