@@ -121,8 +121,9 @@ def markdown(recs: list[dict], command: str) -> str:
     models = list(dict.fromkeys(r["model"] for r in recs))
     backends = ["inductor", "cudal1", "cudal1 (2nd process)"]
     import torch
-    lines = [f"# Model zoo on CPU: inductor and cudal1 against eager", "",
-             f"`{command}`", "",
+    lines = ["# Model zoo on CPU: inductor and cudal1 against eager", "",
+             "Produced by (a run, and the runs that resumed it):", "", "```",
+             command, "```", "",
              f"torch {torch.__version__}, Python {platform.python_version()}, "
              f"{platform.machine()}, {os.cpu_count()} CPUs. cudal1 options: `{json.dumps(FAST)}` "
              "(a fast search: capture, search, cache and serving are measured, not the engines); "
@@ -154,7 +155,8 @@ def markdown(recs: list[dict], command: str) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--models", default="", help="comma-separated names (default: all available)")
+    p.add_argument("--models", default="", help="comma-separated names, run in this order "
+                                                "(default: all available)")
     p.add_argument("--suites", default="", help="comma-separated suites")
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "zoo" / "cpu"))
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per model and backend")
@@ -182,10 +184,13 @@ def main(argv=None) -> int:
     elif not args.table_only:
         records_path.write_text("")
     if not args.table_only:
+        with open(out / "command.txt", "a" if args.resume else "w") as f:
+            f.write(command + "\n")
         names = [n for n in args.models.split(",") if n]
         suites = [s for s in args.suites.split(",") if s]
-        todo = [e for e in ZOO if (not names or e.name in names)
-                and (not suites or e.suite in suites)]
+        from benchmarks.zoo_models import BY_NAME
+        todo = [BY_NAME[n] for n in names] if names else ZOO      # in the order given
+        todo = [e for e in todo if not suites or e.suite in suites]
         done = {(r["model"], r["backend"]) for r in recs}
         cache = tempfile.mkdtemp(prefix="cudal1-zoo-")
         for e in todo:
@@ -204,7 +209,9 @@ def main(argv=None) -> int:
                         f.write(json.dumps(rec, default=str) + "\n")
                     print(f"{e.name:26} {label:22} {rec['status']:8} {rec.get('wall_s', '')} s "
                           f"{rec.get('detail', '')[:120]}", file=sys.stderr, flush=True)
-    (out / "zoo.md").write_text(markdown(recs, command))
+    commands = (out / "command.txt").read_text().strip() if (out / "command.txt").exists() \
+        else command
+    (out / "zoo.md").write_text(markdown(recs, commands))
     print((out / "zoo.md").read_text())
     return 0
 

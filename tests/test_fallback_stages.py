@@ -140,3 +140,21 @@ def test_the_graphs_own_error_propagates_as_in_eager(cached, monkeypatch, warnin
             c(torch.tensor([[1, 2, 30]]))
         torch.testing.assert_close(c(good), emb(good))
     assert warnings == []
+
+
+def test_the_inductor_fallback_is_built_by_inductor(tmp_path, monkeypatch, warnings):
+    """fallback="inductor" runs inductor's code (a torch.compile nested in Dynamo's compiled
+    code would run eagerly): the search failing, the graph is served by inductor's build."""
+    from torch._dynamo.utils import counters
+    monkeypatch.setattr(torch_cudal1.search, "run_search", _boom("search"))
+    torch._dynamo.reset()
+    builds = sum(counters["inductor"].values())
+    m = Net().eval()
+    c = torch.compile(m, backend="cudal1", options=dict(FAST, cache_dir=str(tmp_path),
+                                                        fallback="inductor"))
+    x = torch.randn(4, 12)
+    with torch.no_grad():
+        torch.testing.assert_close(c(x), m(x))
+        torch.testing.assert_close(c(x), m(x))
+    assert sum(counters["inductor"].values()) > builds
+    assert len(warnings) == 1 and "running the inductor fallback" in warnings[0]

@@ -98,3 +98,59 @@ def test_dynamic_shapes_serve_inductor_at_once_and_search_a_repeated_size_in_the
     # Dynamo compiled the model once, inductor its dynamic graph once, for every size
     assert r["frames"] == 1 and r["inductor_builds"] == 1, r
     assert "shape-generic inductor implementation" in r["_stderr"]
+
+
+RECIPE = '''
+import torch, torch.nn as nn
+OPTIONS = {"baselines": "eager", "rounds": 0, "trials": 1}
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(16, 8)
+    def forward(self, x):
+        return torch.tanh(self.proj(x)) * 2
+
+def models():
+    torch.manual_seed(0)
+    yield "net", Net, [(torch.randn(b, 16),) for b in (2, 4)]
+'''
+
+SERVE = """
+import json, torch, importlib.util, torch_cudal1, torch_cudal1.runtime as rt
+spec = importlib.util.spec_from_file_location("recipe", {recipe!r})
+recipe = importlib.util.module_from_spec(spec); spec.loader.exec_module(recipe)
+torch.manual_seed(0)
+m = recipe.Net().eval()
+c = torch.compile(m, backend="cudal1", options={{"baselines": "eager", "rounds": 0,
+                                                 "generic": "eager", "new_shapes": "generic"}})
+out = []
+with torch.no_grad():
+    for b in (2, 4, 6, 4):
+        x = torch.randn(b, 16)
+        seen = len(rt.SEEN_KEYS)
+        err = (c(x) - m(x)).abs().max().item()
+        new = rt.SEEN_KEYS[seen:]        # none where the size's implementation was chosen before
+        out.append({{"batch": b, "err": err, "hit": [k["hit"] for k in new]}})
+print(json.dumps({{"calls": out, "stats": torch_cudal1.stats()}}))
+"""
+
+
+def test_warmed_sizes_are_served_from_the_cache_and_others_generic_without_a_search(tmp_path,
+                                                                                     capsys):
+    """`cudal1 warm` names the sizes to search ahead of time; a serving process in search mode
+    (automatic dynamic shapes) is served those from the cache, and another size by the generic
+    implementation at once, with no search inside the call."""
+    from torch_cudal1.cli import main
+    recipe = tmp_path / "r.py"
+    recipe.write_text(RECIPE)
+    cache = tmp_path / "cache"
+    assert main(["warm", str(recipe), "--device", "cpu", "--cache-dir", str(cache)]) == 0
+    capsys.readouterr()
+    r = run_python(SERVE.format(recipe=str(recipe)), env={"CUDAL1_CACHE_DIR": str(cache)})
+    calls, s = r["calls"], r["stats"]
+    assert all(c["err"] < 1e-5 for c in calls), calls
+    # 2: the static graph; 4: the dynamic graph (both warmed); 6: not warmed: generic at once;
+    # 4 again: its winner, chosen before
+    assert [c["hit"] for c in calls] == [[True], [True], [False], []], calls
+    assert not s.get("searches") and s.get("generic_sizes") == 1 and not s.get("fallbacks")

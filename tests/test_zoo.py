@@ -14,8 +14,9 @@ from helpers import FORBID_SEARCH, run_python
 from torch_cudal1.runtime import STATS
 
 # The cheapest search: eager as the only baseline, no engine round, one input draw. New sizes
-# (generation) are served eagerly at once.
-FAST = {"baselines": "eager", "rounds": 0, "trials": 1, "generic": "eager"}
+# (generation) are served eagerly at once and not searched (no background worker outlives a
+# test; tests/test_shapes_serving.py covers those).
+FAST = {"baselines": "eager", "rounds": 0, "trials": 1, "generic": "eager", "new_shapes": "generic"}
 CI = [e for e in ZOO if e.ci]
 PASSED: list = []        # the models this process ran, for the second process to load
 

@@ -167,20 +167,30 @@ class GraphRunner:
     def fallback(self):
         """What runs when a stage fails, and on cache-only misses: ``options.fallback``."""
         if self._fallback_fn is None:
-            self._fallback_fn = Fallback(self.gm, self.options.fallback, self.options,
-                                         self.graph_id, self._inductor)
+            self._fallback_fn = Fallback(self.gm, self._kind(self.options.fallback),
+                                         self.options, self.graph_id, self._inductor)
         return self._fallback_fn
 
     def generic(self):
         """What serves sizes not searched yet: ``options.generic`` on this graph, with dynamic
         shapes where the graph has them (one build for every size)."""
         if self._generic_fn is None:
-            if self.options.generic == self.options.fallback:
+            kind = self._kind(self.options.generic)
+            if kind == self.fallback().kind:
                 self._generic_fn = self.fallback()
             else:
-                self._generic_fn = Fallback(self.gm, self.options.generic, self.options,
-                                            self.graph_id, self._inductor)
+                self._generic_fn = Fallback(self.gm, kind, self.options, self.graph_id,
+                                            self._inductor)
         return self._generic_fn
+
+    def _kind(self, kind: str) -> str:
+        """Inductor serves a dynamic graph only through its build for every size (made where
+        Dynamo's symbolic inputs are the runner's); without one, the graph runs eagerly."""
+        if kind == "inductor" and self.dynamic and self._inductor is None:
+            logger.debug("graph %s: dynamic, no inductor build for every size: eager instead",
+                         self.graph_id[:12])
+            return "eager"
+        return kind
 
     def _choose(self, full: list):
         opts = self.options
@@ -295,6 +305,7 @@ class GraphRunner:
                     entry.winner_origin, _speed(entry.meta))
         call = _as_tuple(forward)
         call.origin = entry.winner_origin   # for the arbiter's record of what it served
+        call.key = entry.key
         call.search_ms = _search_times(entry.meta)   # for the arbiter's max-autotune trigger
         return call
 
