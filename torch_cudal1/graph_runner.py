@@ -222,7 +222,7 @@ class GraphRunner:
                             "%s implementation%s", key, self.graph_id[:12], opts.generic,
                             "; searched in the background from its second call"
                             if opts.new_shapes == "background" else "")
-                return _Pending(self, full, fields, key, device)
+                return _Pending(self, fields, key, device)
             logger.info("cache miss for %s: %s", key, _miss_reason(store, fields))
             if opts.mode == "async":
                 self._stage = "render"
@@ -460,11 +460,11 @@ class _Pending:
     ``SEARCH_AFTER_CALLS``-th call the size is queued for a background search, whose winner the
     runner swaps in for it."""
 
-    def __init__(self, runner: GraphRunner, full: list, fields: dict, key: str, device: str):
+    def __init__(self, runner: GraphRunner, fields: dict, key: str, device: str):
         self.runner, self.fields, self.key, self.device = runner, fields, key, device
         self.calls = 0
         self.generic = runner.generic()
-        self.full = None
+        self.full = None              # the inputs of the call that queues the search, meanwhile
 
     def __call__(self, *full):
         self.calls += 1
