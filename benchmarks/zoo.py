@@ -143,7 +143,18 @@ def markdown(recs: list[dict], command: str) -> str:
         bad = [r for r in recs if r["backend"] == b and r["status"] != "pass"]
         for r in bad:
             lines.append(f"\n- {b} on {r['model']}: {r['status']}: {r.get('detail', '')}")
+    planned = [n for ln in command.splitlines() if "--models " in ln
+               for n in ln.split("--models ", 1)[1].split()[0].split(",")]
+    missing = [n for n in dict.fromkeys(planned) if n not in models]
+    if missing:
+        lines += ["", f"Listed but not run yet ({len(missing)}; `--resume` runs them): "
+                  + ", ".join(missing) + "."]
     lines += ["", "## Models", "",
+              "A cudal1 cell counts the graphs it searched and cached, those that fell back "
+              "(a stage failed), and the sizes a generation met after its first, served at once "
+              "by the shape-generic implementation; the second process's cell counts the keys it "
+              "asked for that the cache held (a generation's later sizes are searched in the "
+              "background from their second call, so some may be missing).", "",
               "| model | suite | stands for | dtype | inductor | cudal1 | cudal1, 2nd process |",
               "|---|---|---|---|---|---|---|"]
     for m in models:

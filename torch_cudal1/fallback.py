@@ -115,5 +115,5 @@ class Fallback:
                 raise e from None     # the graph itself fails on these inputs: the user's error
             self._eager = True
             report("serve", e, self.options, graph=self.graph,
-                   instead=f"the graph eagerly (inductor, the {self.kind} implementation, failed)")
+                   instead="the graph eagerly instead of through inductor")
             return out
