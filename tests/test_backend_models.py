@@ -26,7 +26,7 @@ class SmallCNN(nn.Module):
 def _check(model, inputs, cache_dir, atol=1e-5):
     torch.manual_seed(0)
     model = model.eval()
-    before = STATS["searches"]
+    before, fallbacks = STATS["searches"], STATS["fallbacks"]
     compiled = torch.compile(model, backend="cudal1", options=dict(FAST, cache_dir=str(cache_dir)))
     with torch.no_grad():
         expected = model(*inputs)
@@ -39,7 +39,7 @@ def _check(model, inputs, cache_dir, atol=1e-5):
                                atol=atol, rtol=1e-4)
     assert STATS["searches"] > before, "no search ran"
     assert CacheStore(cache_dir).keys(), "no cache entry was written"
-    assert STATS["fallbacks"] == 0, torch_cudal1.stats()
+    assert STATS["fallbacks"] == fallbacks, torch_cudal1.stats()
 
 
 def test_small_cnn(tmp_path):

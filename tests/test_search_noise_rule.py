@@ -40,6 +40,10 @@ def _fake_evaluate(timings: dict, calls: list):
     return evaluate
 
 
+# After the candidates, every accepted baseline is timed once more, in the reverse order, before
+# any win is declared (``stability``); a retimed timing is what the confirmation compares with.
+CONFIRM = ["baseline:inductor", "baseline:eager"]
+
 _TASK = ("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
          "        return x + 1\ndef get_inputs():\n    return [torch.randn(4)]\n"
          "def get_init_inputs():\n    return []\n")
@@ -63,7 +67,7 @@ def test_a_wide_spread_baseline_is_timed_again_and_the_tighter_timing_kept(monke
     tighter of the two timings kept, the first recorded beside it."""
     res, calls = _search(monkeypatch, {"baseline:eager": [(0.745, 2.0), (0.063, 0.004)],
                                        "baseline:inductor": [(0.070, 0.005)]}, "cuda")
-    assert calls == ["baseline:eager", "baseline:inductor", "baseline:eager"]
+    assert calls == ["baseline:eager", "baseline:inductor", "baseline:eager"] + CONFIRM
     assert res.eager_ms == 0.063 and res.winner.candidate.origin == "baseline:eager"
     eager = res.attempts[0]
     assert eager.timing.extra["retimed"] == {"kept": "second", "median_ms": 0.745, "spread_ms": 2.0}
@@ -80,10 +84,10 @@ def test_a_second_timing_no_tighter_than_the_first_is_not_kept(monkeypatch):
 def test_tight_timings_and_cpu_timings_are_taken_once(monkeypatch):
     _, calls = _search(monkeypatch, {"baseline:eager": [(0.50, 0.01)],
                                      "baseline:inductor": [(0.60, 0.01)]}, "cuda")
-    assert calls == ["baseline:eager", "baseline:inductor"]
+    assert calls == ["baseline:eager", "baseline:inductor"] + CONFIRM
     _, calls = _search(monkeypatch, {"baseline:eager": [(0.50, 0.4)],
                                      "baseline:inductor": [(0.60, 0.4)]}, "cpu")
-    assert calls == ["baseline:eager", "baseline:inductor"]
+    assert calls == ["baseline:eager", "baseline:inductor"] + CONFIRM
 
 
 def test_a_baseline_timed_while_the_host_took_its_cpu_is_timed_again(monkeypatch):
@@ -92,7 +96,7 @@ def test_a_baseline_timed_while_the_host_took_its_cpu_is_timed_again(monkeypatch
     children. Every speedup rests on it: it is taken again, and the undisturbed timing kept."""
     res, calls = _search(monkeypatch, {"baseline:eager": [(142.0, 5.4, 426), (65.0, 2.0, 7)],
                                        "baseline:inductor": [(50.0, 2.4, 3)]}, "cuda")
-    assert calls == ["baseline:eager", "baseline:inductor", "baseline:eager"]
+    assert calls == ["baseline:eager", "baseline:inductor", "baseline:eager"] + CONFIRM
     assert res.eager_ms == 65.0
     assert res.attempts[0].timing.extra["retimed"] == {
         "kept": "second", "median_ms": 142.0, "spread_ms": 5.4, "involuntary_switches": 426}
@@ -108,7 +112,7 @@ def test_a_second_timing_as_disturbed_keeps_the_tighter_and_a_quiet_one_is_taken
     assert res.eager_ms == 65.0
     _, calls = _search(monkeypatch, {"baseline:eager": [(65.0, 2.0, 49)],
                                      "baseline:inductor": [(50.0, 2.4, 3)]}, "cuda")
-    assert calls == ["baseline:eager", "baseline:inductor"]
+    assert calls == ["baseline:eager", "baseline:inductor"] + CONFIRM
 
 
 def test_a_disturbed_candidate_close_behind_the_fastest_is_timed_again_and_can_win(monkeypatch):
@@ -134,6 +138,7 @@ def test_a_disturbed_candidate_close_behind_the_fastest_is_timed_again_and_can_w
                             "cuda", engine=Two())
     res.cleanup()
     assert calls.count("two:b") == 2 and calls.count("two:a") == 1
+    assert calls.count("baseline:eager") == 2          # and once more to confirm it
     assert res.winner.candidate.origin == "two:b" and res.winner.timing.median_ms == 4.0
     # one far behind, disturbed or not, is left as it is
     timings["two:b"] = [(12.0, 0.1, 300)]

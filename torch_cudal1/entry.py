@@ -16,13 +16,26 @@ def _vectors(inputs: list | None, outputs, limit_mb: float) -> dict | None:
     if inputs is None:
         return None
     tensors = {}
+    storages: set = set()
+
+    def own(t: torch.Tensor) -> torch.Tensor:
+        # safetensors refuses tensors that share memory (an output that is a view of another
+        # output or of an input): each vector gets its own copy where it would share
+        t = t.detach().cpu().contiguous()
+        ptr = t.untyped_storage().data_ptr() if t.numel() else None
+        if ptr is not None and ptr in storages:
+            t = t.clone()
+        elif ptr is not None:
+            storages.add(ptr)
+        return t
+
     for i, x in enumerate(inputs):
         if isinstance(x, torch.Tensor):
-            tensors[f"input.{i}"] = x.detach().cpu().contiguous()
+            tensors[f"input.{i}"] = own(x)
     outs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
     for i, y in enumerate(outs or []):
         if isinstance(y, torch.Tensor):
-            tensors[f"output.{i}"] = y.detach().cpu().contiguous()
+            tensors[f"output.{i}"] = own(y)
     size = sum(t.numel() * t.element_size() for t in tensors.values())
     return tensors if size <= limit_mb * 2**20 else None
 

@@ -1,19 +1,24 @@
 """One compiled ATen graph: cache lookup or search on the first call, then a cheap dispatch.
 
-Failures never reach the user's model (unless ``strict``): the graph runs on the fallback and one
-warning says what failed and where the log is.
+Failures never reach the user's model (unless ``strict``): every stage after capture (lift, key,
+load, render, search, arbitrate, serve) is inside one boundary (``fallback.report``); the graph
+runs on the fallback and one warning names the stage, the cause and where the log is.
+
+Shapes as serving sees them: a graph with dynamic shapes, or a static graph that Dynamo compiled
+again for another size of the same code, is served at once by a shape-generic implementation
+(``generic``: inductor with dynamic shapes, or eager); an exact size is searched by a background
+worker once it has been called ``SEARCH_AFTER_CALLS`` times, and its winner swapped in. No search
+runs inside ``forward`` for a new size unless ``new_shapes="search"`` (what ``cudal1 warm`` uses).
 """
 from __future__ import annotations
 
 import threading
-import time
-import traceback
-from pathlib import Path
 
 import torch
 
 from .cache.key import cache_key, input_metadata, key_fields
-from .graph.hashing import graph_hash
+from .fallback import Fallback, report
+from .graph.hashing import graph_hash, structure_hash
 from .graph.render import UnsupportedGraph, lift_constants, render_task
 from .log import logger
 from .options import Options
@@ -27,6 +32,48 @@ def _device_of(args) -> str:
     return "cpu"
 
 
+# An exact size served by the generic implementation is searched in the background at its second
+# call: a size met once (one step of a generation whose length grows) is not worth a search.
+SEARCH_AFTER_CALLS = 2
+# At most this many sizes of one graph are searched in the background (one worker at a time).
+MAX_BACKGROUND_SIZES = 8
+# (Dynamo frame, graph structure with sizes erased) -> (graph, input shapes) compiled for it since
+# the frame's first compile: a static graph whose frame compiled the same structure at other
+# sizes is a re-specialisation (dynamic=False, or a dimension Dynamo keeps static).
+_STRUCTURES: dict = {}
+_STRUCTURES_LOCK = threading.Lock()
+
+
+def _shapes(example_inputs) -> tuple:
+    return tuple(tuple(str(d) for d in x.shape) if isinstance(x, torch.Tensor) else None
+                 for x in example_inputs)
+
+
+def _respecialised(structure: str, specialisation) -> bool:
+    """True when Dynamo is compiling this graph's frame again, and an earlier compile of the
+    frame (since Dynamo's last reset) had the same structure at other sizes."""
+    try:
+        from torch._guards import CompileContext
+        cid = CompileContext.current_compile_id()
+    except Exception:  # noqa: BLE001 - internal API moved: every graph counts as new
+        return False
+    if cid is None or cid.frame_id is None:
+        return False
+    with _STRUCTURES_LOCK:
+        if not cid.frame_compile_id:     # the frame's first compile: forget what came before
+            for k in [k for k in _STRUCTURES if k[0] == cid.frame_id]:
+                del _STRUCTURES[k]
+        seen = _STRUCTURES.setdefault((cid.frame_id, structure), set())
+        seen.add(specialisation)
+        return len(seen) > 1
+
+
+def _is_dynamic(example_inputs) -> bool:
+    return any(isinstance(x, (torch.SymInt, torch.SymFloat)) for x in example_inputs) or any(
+        isinstance(x, torch.Tensor) and any(isinstance(s, torch.SymInt) for s in x.shape)
+        for x in example_inputs)
+
+
 def _signature(args) -> tuple:
     return tuple((tuple(a.shape), tuple(a.stride()), a.dtype) if isinstance(a, torch.Tensor)
                  else (type(a).__name__, a) for a in args)
@@ -38,60 +85,122 @@ class GraphRunner:
 
     def __init__(self, gm: torch.fx.GraphModule, example_inputs, options: Options):
         self.options = options
-        self.gm, _, self.consts = lift_constants(gm, [])
-        self.graph_id = graph_hash(self.gm.graph)
-        self.dynamic = any(isinstance(x, (torch.SymInt, torch.SymFloat)) for x in example_inputs) or any(
-            isinstance(x, torch.Tensor) and any(isinstance(s, torch.SymInt) for s in x.shape)
-            for x in example_inputs)
+        self.dynamic = _is_dynamic(example_inputs)
         self._impl = None                 # the static graph's implementation once chosen
         self._by_signature: dict = {}     # dynamic graphs: one implementation per exact shape
         self._fallback_fn = None
-        self._lock = threading.Lock()
+        self._generic_fn = None
+        self._background = 0              # sizes of this graph queued for a background search
+        self._lock = threading.RLock()
+        self._stage = "lift"              # the stage in progress, named by a failure's log line
         self.dynamo_gm = None             # set by the backend when Dynamo's graph takes our inputs
+        self.gm, self.consts, self.graph_id, self.resized = gm, [], "?", False
+        self._inductor = None             # inductor's build for every size (a dynamic graph's)
+        try:
+            self.gm, _, self.consts = lift_constants(gm, [])
+            self._stage = "key"
+            self.graph_id = graph_hash(self.gm.graph)
+            self.resized = _respecialised(structure_hash(self.gm.graph),
+                                          (self.graph_id, _shapes(example_inputs)))
+        except Exception as e:  # noqa: BLE001 - the boundary: the graph as captured still runs
+            self.gm, self.consts = gm, []
+            report(self._stage, e, options, graph=self.graph_id)
+            self._impl = self.fallback()
+
+    def wants_inductor_for_every_size(self) -> bool:
+        """A dynamic graph whose sizes not searched yet (or whose failures) inductor serves."""
+        o = self.options
+        return self.dynamic and self._impl is None and (o.fallback == "inductor" or (
+            o.generic == "inductor" and o.mode == "search" and o.new_shapes != "search"))
+
+    def set_inductor(self, fn) -> None:
+        self._inductor = fn
 
     # -- the hot path ------------------------------------------------------------------------
     def __call__(self, args):
         impl = self._impl
-        if impl is not None:
+        if impl is None:
+            if self.dynamic:
+                impl = self._by_signature.get(_signature(args))
+            if impl is None:
+                impl = self._first_call(args)
+        try:
             return impl(*args, *self.consts)
-        if self.dynamic:
-            impl = self._by_signature.get(_signature(args))
-            if impl is not None:
-                return impl(*args, *self.consts)
-        return self._first_call(args)
+        except Exception as e:  # noqa: BLE001 - the boundary's serve stage
+            return self._serve_failed(impl, e, args)
 
     # -- choosing an implementation ----------------------------------------------------------
     def _first_call(self, args):
         with self._lock:
-            full = list(args) + list(self.consts)
-            impl = self._choose(full)
+            sig = _signature(args) if self.dynamic else None
+            impl = self._by_signature.get(sig) if self.dynamic else self._impl
+            if impl is None:
+                impl = self._choose(list(args) + list(self.consts))
+                if self.dynamic:
+                    self._by_signature[sig] = impl
+                else:
+                    self._impl = impl
+        return impl
+
+    def _serve_failed(self, impl, e: Exception, args):
+        """The served implementation raised. Where the fallback answers the same inputs, the
+        implementation was at fault: it is replaced by the fallback (one warning). Where the
+        fallback raises too, the error is the graph's own (eager raises it): it propagates."""
+        fallback = self.fallback()
+        if isinstance(impl, (_Deferred, _Pending, Fallback)):
+            raise e
+        try:
+            out = fallback(*args, *self.consts)
+        except Exception:
+            raise e from None
+        with self._lock:
             if self.dynamic:
-                self._by_signature[_signature(args)] = impl
-            else:
-                self._impl = impl
-        return impl(*full)
+                for sig, fn in list(self._by_signature.items()):
+                    if fn is impl:
+                        self._by_signature[sig] = fallback
+            elif self._impl is impl:
+                self._impl = fallback
+        report("serve", e, self.options, graph=self.graph_id,
+               key=str(getattr(impl, "key", "?")))
+        return out
 
     def fallback(self):
+        """What runs when a stage fails, and on cache-only misses: ``options.fallback``."""
         if self._fallback_fn is None:
-            gm = self.gm
-            if self.options.fallback == "inductor":
-                self._fallback_fn = torch.compile(gm.forward, dynamic=False)
-            else:
-                self._fallback_fn = gm.forward
+            self._fallback_fn = Fallback(self.gm, self._kind(self.options.fallback),
+                                         self.options, self.graph_id, self._inductor)
         return self._fallback_fn
 
-    def _log_path(self, key: str) -> Path:
-        d = self.options.cache_path / "logs"
-        d.mkdir(parents=True, exist_ok=True)
-        return d / f"{key}.log"
+    def generic(self):
+        """What serves sizes not searched yet: ``options.generic`` on this graph, with dynamic
+        shapes where the graph has them (one build for every size)."""
+        if self._generic_fn is None:
+            kind = self._kind(self.options.generic)
+            if kind == self.fallback().kind:
+                self._generic_fn = self.fallback()
+            else:
+                self._generic_fn = Fallback(self.gm, kind, self.options, self.graph_id,
+                                            self._inductor)
+        return self._generic_fn
+
+    def _kind(self, kind: str) -> str:
+        """Inductor serves a dynamic graph only through its build for every size (made where
+        Dynamo's symbolic inputs are the runner's); without one, the graph runs eagerly."""
+        if kind == "inductor" and self.dynamic and self._inductor is None:
+            logger.debug("graph %s: dynamic, no inductor build for every size: eager instead",
+                         self.graph_id[:12])
+            return "eager"
+        return kind
 
     def _choose(self, full: list):
         opts = self.options
         device = _device_of(full)
         key = "?"
+        self._stage = "key"
         try:
             fields = key_fields(self.graph_id, input_metadata(full), device, opts.tf32)
             key = cache_key(fields)
+            self._stage = "load"
             store = store_for(opts)
             if PEEK.active:        # `cudal1 cache explain`: record the key; load (or fetch) nothing
                 SEEN_KEYS.append({"key": key, "graph": self.graph_id, "device": device,
@@ -113,23 +222,44 @@ class GraphRunner:
             STATS["cache_misses"] += 1
             if opts.mode == "cache-only":
                 self._cache_only_miss(store, fields, key)
-                return self._wrap(self.fallback())
+                return self.fallback()
+            if opts.mode == "search" and self._new_shape():
+                STATS["generic_sizes"] += 1
+                logger.info("cache miss for %s, a new size of graph %s: serving the shape-generic "
+                            "%s implementation%s", key, self.graph_id[:12], opts.generic,
+                            "; searched in the background from its second call"
+                            if opts.new_shapes == "background" else "")
+                return _Pending(self, fields, key, device)
             logger.info("cache miss for %s: %s", key, _miss_reason(store, fields))
             if opts.mode == "async":
+                self._stage = "render"
                 return self._search_async(full, fields, key, device)
             impl = self._search(full, fields, key, device)
             if isinstance(impl, _Deferred):
                 return impl
             return self._arbitrated(impl, store, key, device, full)
         except Exception as e:  # noqa: BLE001 - never in the user's way unless strict
-            if opts.strict:
-                raise
-            log = self._write_log(key, e)
-            logger.warning("cudal1 failed for graph %s (%s: %s); running the %s fallback. Log: %s",
-                           key, type(e).__name__, str(e).splitlines()[0][:200] if str(e) else "",
-                           opts.fallback, log)
-            STATS["fallbacks"] += 1
-            return self._wrap(self.fallback())
+            report(self._stage, e, opts, graph=self.graph_id, key=key)
+            return self.fallback()
+
+    def _new_shape(self) -> bool:
+        """This miss is a size of a graph that serving sees at several sizes: a graph with dynamic
+        shapes, or a static graph that Dynamo compiled again for another size."""
+        return self.options.new_shapes != "search" and (self.dynamic or self.resized)
+
+    def _queue_background(self, pending: "_Pending") -> None:
+        """Search ``pending``'s exact size in a background worker (``new_shapes="background"``)."""
+        with self._lock:
+            if self.options.new_shapes != "background" or self._background >= MAX_BACKGROUND_SIZES:
+                return
+            self._background += 1
+        try:
+            self._stage = "render"
+            self._search_async(pending.full, pending.fields, pending.key, pending.device,
+                               serving=f"the shape-generic {self.options.generic} implementation")
+        except Exception as e:  # noqa: BLE001 - the generic implementation keeps serving
+            report(self._stage, e, self.options, graph=self.graph_id, key=pending.key,
+                   instead=f"the shape-generic {self.options.generic} implementation")
 
     def _arbitrated(self, impl, store, key: str, device: str, full: list):
         """The winner, or the user's own graph (eager / inductor) where that is faster here."""
@@ -144,10 +274,8 @@ class GraphRunner:
                                  may_time=self.options.mode != "cache-only",
                                  autotuned=self.options.arbitrate_max_autotune)
         except Exception as e:  # noqa: BLE001 - arbitration is an optimisation, never a failure
-            if self.options.strict:
-                raise
-            logger.warning("arbiter failed for %s (%s: %s); serving the search's winner", key,
-                           type(e).__name__, e)
+            report("arbitrate", e, self.options, graph=self.graph_id, key=key,
+                   instead="the search's winner")
             return impl
 
     def _usable(self, store, entry, device: str, full: list):
@@ -189,20 +317,6 @@ class GraphRunner:
         else:
             logger.debug("cache-only miss %s: %s", key, _miss_reason(store, fields))
 
-    def _write_log(self, key: str, e: BaseException) -> Path | str:
-        try:
-            path = self._log_path(key if key != "?" else self.graph_id[:32])
-            with open(path, "a") as f:
-                f.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} graph {self.graph_id}\n")
-                f.write("".join(traceback.format_exception(type(e), e, e.__traceback__)))
-            return path
-        except OSError:
-            return "(no log: cache dir not writable)"
-
-    @staticmethod
-    def _wrap(fn):
-        return fn
-
     def _from_entry(self, entry, device: str, hit: bool = True):
         from .entry import load_winner
         # the process that stored the entry may have built its winner already (prepare.py)
@@ -213,9 +327,10 @@ class GraphRunner:
         if entry.source == "remote":
             what, where = "remote " + what, f" from {(entry.foreign or {}).get('from', '?')}"
         logger.info("%s %s%s: %s (%s)", what, entry.key, where, entry.winner_origin,
-                    _speed(entry.meta.get("winner", {})))
+                    _speed(entry.meta))
         call = _as_tuple(forward)
         call.origin = entry.winner_origin   # for the arbiter's record of what it served
+        call.key = entry.key
         call.search_ms = _search_times(entry.meta)   # for the arbiter's max-autotune trigger
         return call
 
@@ -232,14 +347,17 @@ class GraphRunner:
             if not _acquire(lock, opts.lock_timeout_s):
                 return self._lock_timed_out(store, key, device, full)
         try:
+            self._stage = "load"
             # another process may have finished while we waited
             entry = self._usable(store, store.load(key), device, full)
             if entry is not None:
                 return self._from_entry(entry, device)
+            self._stage = "render"
             try:
                 task = render_task(self.gm, full, name=f"graph_{self.graph_id[:12]}")
             except UnsupportedGraph as e:
                 raise UnsupportedGraph(f"graph cannot be rendered as a task: {e}") from None
+            self._stage = "search"
             STATS["searches"] += 1
             result = run_search(task, opts, device, key=key)
             try:
@@ -253,6 +371,7 @@ class GraphRunner:
                 result.cleanup()
         finally:
             lock.release()
+        self._stage = "load"
         return self._from_entry(entry, device, hit=False)
 
     def _lock_timed_out(self, store, key: str, device: str, full: list):
@@ -323,28 +442,30 @@ class GraphRunner:
         STATS["swaps"] += 1
         logger.info("winner for %s swapped in", key)
 
-    def _search_async(self, full: list, fields: dict, key: str, device: str):
-        """Serve the fallback now; search in a background worker process (``torch_cudal1.worker``)
-        and swap the winner in when it is cached."""
+    def _search_async(self, full: list, fields: dict, key: str, device: str,
+                      serving: str | None = None):
+        """Serve ``serving`` (the fallback) now; search in a background worker process
+        (``torch_cudal1.worker``) and swap the winner in when it is cached."""
         from . import worker
         store = store_for(self.options)
         task = render_task(self.gm, full, name=f"graph_{self.graph_id[:12]}")
         job = worker.write_job(store, key, fields, task, device, self.options, full)
         signature = _signature(full[: len(full) - len(self.consts)])
+        serving = serving or f"the {self.options.fallback} fallback"
 
         def done(result: dict) -> None:
             entry = self._usable(store, store.load(key), device, full)
             if entry is None:
-                logger.warning("background search for %s did not cache a winner (%s); keeping the "
-                               "%s fallback. Log: %s", key, result.get("error") or result.get("status"),
-                               self.options.fallback, result.get("log"))
+                logger.warning("background search for %s did not cache a winner (%s); keeping "
+                               "%s. Log: %s", key, result.get("error") or result.get("status"),
+                               serving, result.get("log"))
                 return
             self._swap(signature, self._built(entry, device, full, hit=False), key)
             STATS["async_swaps"] += 1
 
         STATS["async_jobs"] += 1
-        logger.info("cache miss for %s in async mode: serving the %s fallback; a background worker "
-                    "searches (job %s)", key, self.options.fallback, job)
+        logger.info("cache miss for %s: serving %s; a background worker searches (job %s)", key,
+                    serving, job)
         worker.submit(job, done, env=worker.secret_env(self.options),
                       log_dir=self.options.cache_path / "logs")
         return _Deferred(self)
@@ -404,6 +525,28 @@ class _Deferred:
         return self.runner.fallback()(*args)
 
 
+class _Pending:
+    """A size not searched yet: the runner's shape-generic implementation serves it; at its
+    ``SEARCH_AFTER_CALLS``-th call the size is queued for a background search, whose winner the
+    runner swaps in for it."""
+
+    def __init__(self, runner: GraphRunner, fields: dict, key: str, device: str):
+        self.runner, self.fields, self.key, self.device = runner, fields, key, device
+        self.calls = 0
+        self.generic = runner.generic()
+        self.full = None              # the inputs of the call that queues the search, meanwhile
+
+    def __call__(self, *full):
+        self.calls += 1
+        if self.calls == SEARCH_AFTER_CALLS:
+            self.full = list(full)
+            try:
+                self.runner._queue_background(self)
+            finally:
+                self.full = None      # the job holds its own copy of the inputs
+        return self.generic(*full)
+
+
 def _as_tuple(forward):
     def call(*args):
         out = forward(*args)
@@ -412,13 +555,17 @@ def _as_tuple(forward):
     return call
 
 
-def _speed(w: dict) -> str:
+def _speed(meta: dict) -> str:
+    noise = (meta.get("summary") or {}).get("host_noise") or {}
+    if noise.get("noisy") and not noise.get("decided", True):
+        return "no speedup claimed: the host was too noisy to decide when it was searched"
+    w = meta.get("winner") or {}
     parts = []
     if w.get("speedup_vs_eager"):
         parts.append(f"x{w['speedup_vs_eager']:.2f} over eager")
     if w.get("speedup_vs_inductor"):
         parts.append(f"x{w['speedup_vs_inductor']:.2f} over inductor")
-    return ", ".join(parts) or "no timing"
+    return ", ".join(parts) or "no speedup measured"
 
 
 def _search_times(meta: dict) -> dict:

@@ -12,6 +12,7 @@ from pathlib import Path
 MODES = ("search", "cache-only", "async")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 FALLBACKS = ("eager", "inductor")
+NEW_SHAPES = ("background", "search", "generic")
 ENGINES = ("builtin", "openai", "vllm", "replay")
 COMPLETION_MODES = ("chat", "completion")
 
@@ -60,6 +61,8 @@ class Options:
     verify_timeout_s: float = 300.0  # one candidate's child process (build + checks + timing)
     trials: int = 3                  # fresh input draws in verification
     fallback: str = "eager"          # what runs when no verified winner is available
+    new_shapes: str = "background"   # a size not cached of a graph with dynamic shapes (or of a static graph met at another size): background (serve `generic` at once; search the size in a background worker from its second call, its winner swapped in) | search (search it inside forward, as `cudal1 warm` does) | generic (serve `generic`, search nothing)
+    generic: str = "inductor"        # what serves sizes not searched yet: inductor (with dynamic shapes where the graph has them: one build for every size) | eager
     training: str = "inductor"       # graphs that need autograd: inductor | eager
     baselines: str = "eager,inductor"  # comma-separated baselines measured first
     aoti: str = "off"                # built-in AOTInductor candidates: off | auto (GPU only) | on
@@ -143,7 +146,8 @@ class Options:
             return OptionError(f"torch_cudal1: {where}={getattr(self, name)!r}: expected {expected}")
 
         for name, allowed in (("mode", MODES), ("fallback", FALLBACKS), ("training", FALLBACKS),
-                              ("engine", ENGINES), ("completion_mode", COMPLETION_MODES)):
+                              ("engine", ENGINES), ("completion_mode", COMPLETION_MODES),
+                              ("new_shapes", NEW_SHAPES), ("generic", FALLBACKS)):
             if getattr(self, name) not in allowed:
                 raise bad(name, "one of " + ", ".join(allowed))
         # a boolean (the type this option had before it took auto|on|off) still reads as on / off

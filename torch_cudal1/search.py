@@ -20,6 +20,7 @@ from .contracts import Attempt, Candidate, Verdict
 from .engines.base import EngineError, SearchContext
 from .log import logger
 from .options import Options
+from .stability import NOISY_RATIO, HostNoise, confirm_baselines, faster_of_two
 from .task import Task
 from .verify import evaluate, prestart_children
 
@@ -66,6 +67,7 @@ class SearchResult:
     workroot: Path | None = None     # per-candidate work dirs (build artefacts); caller cleans up
     keep_workdirs: bool = False      # the ``keep_workdirs`` option: cleanup() leaves them
     winner_dir: Path | None = None
+    host_noise: HostNoise | None = None   # the baselines' drift between their two timings
 
     @property
     def candidates_tried(self) -> int:
@@ -82,10 +84,12 @@ class SearchResult:
                 "winner_ms": w.timing.median_ms if w.timing else None,
                 "eager_ms": self.eager_ms, "inductor_ms": self.inductor_ms,
                 "speedup_vs_eager": w.speedup_vs_eager, "speedup_vs_inductor": w.speedup_vs_inductor,
-                "paired_speedup_vs_eager": w.timing.paired_speedup if w.timing else None,
+                "paired_speedup_vs_eager": w.timing.paired_speedup
+                if w.timing and not (self.host_noise and not self.host_noise.decided) else None,
                 "rounds_run": self.rounds_run, "candidates_tried": self.candidates_tried,
                 "candidates_accepted": self.candidates_accepted, "seconds": round(self.seconds, 3),
-                "complete": self.complete, "stop_reason": self.stop_reason}
+                "complete": self.complete, "stop_reason": self.stop_reason,
+                "host_noise": self.host_noise.to_json() if self.host_noise else None}
 
     def cleanup(self) -> None:
         if self.workroot is None:
@@ -110,16 +114,16 @@ def device_info(device: str) -> dict:
 
 
 def _fmt_line(a: Attempt) -> str:
+    """One attempt as measured: its time, and its ratio to eager only where eager was timed in
+    its own child right after it (``pair_reference``); ratios across children are claimed once
+    the baselines they rest on are confirmed (``stability``), in the winner's line."""
     v = a.verdict
     status = "accepted" if v.accepted else f"rejected ({v.reason})"
     t = f"{a.timing.median_ms:9.4f} ms ±{a.timing.spread_ms:.4f}" if a.timing else " " * 22
-    se = f"x{a.speedup_vs_eager:.2f} eager" if a.speedup_vs_eager else ""
-    si = f"x{a.speedup_vs_inductor:.2f} inductor" if a.speedup_vs_inductor else ""
     paired = a.timing.paired_speedup if a.timing else None
-    si = (f"(x{paired:.2f} paired) " if paired else "") + si   # eager timed in this child
     c = a.candidate
     where = "baseline" if c.origin.startswith("baseline:") else f"r{c.round}s{c.sample}"
-    line = f"{where:8} {c.origin:34} {status:28} {t} {se:13} {si}"
+    line = f"{where:8} {c.origin:34} {status:28} {t}" + (f" (x{paired:.2f} paired)" if paired else "")
     if not v.accepted and v.detail:
         line += f"  {v.detail.splitlines()[0][:160]}"
     return line.rstrip()
@@ -307,7 +311,8 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
             try:
                 cands = engine.propose(task, list(attempts), ctx)
             except EngineError as e:
-                logger.warning("engine %s failed in round %d: %s", options.engine, r, e)
+                # the caller says what follows (a fallback, an exit code) with this cause
+                logger.info("engine %s failed in round %d: %s", options.engine, r, e)
                 complete, stop_reason = False, f"engine error: {e}"
                 break
             rounds_run = r
@@ -364,22 +369,51 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
                      for a in base_ok})
         for a in attempts:
             speedups(a)
-    best_base = min(base_ok, key=lambda a: a.timing.median_ms)
+    # Before any speedup is claimed, the baselines it rests on are timed again (stability): a
+    # candidate wins only by more than their drift, and where the drift is over the bound and no
+    # candidate clears it, nothing is decided: the best baseline serves and nothing is claimed.
+    noise = None
+    if sum(1 for a in attempts if a.verdict.accepted and a.timing) >= 2:
+        noise = confirm_baselines(base_ok, run_one)
+    drift = noise.ratio if noise else 1.0
+    # a baseline rejected when run again is flaky: the others are preferred
+    steady = [a for a in base_ok if "reason" not in a.timing.extra.get("confirmed", {})]
+    best_base = min(steady or base_ok, key=faster_of_two)
     winner = best_base
     if found:
         best = min(found, key=lambda a: a.timing.median_ms)
         if beats(best, best_base):
-            winner = best
+            if faster_of_two(best_base) > drift * best.timing.median_ms:
+                winner = best
+            else:
+                say(f"{best.candidate.origin} is faster than {best_base.candidate.origin} by less "
+                    f"than the baselines' own drift (x{drift:.2f}): not declared a win")
+    decided = noise is None or not noise.noisy or winner is not best_base
+    if noise is not None:
+        noise.decided = decided
+        if not decided:
+            for a in attempts:      # nothing measured under these conditions is claimed
+                a.speedup_vs_eager = a.speedup_vs_inductor = None
+            say(f"host too noisy to decide: {noise.describe()}, over the x{NOISY_RATIO:.2f} "
+                "bound; serving the best baseline, no speedup claimed")
+        elif noise.noisy:
+            say(f"host noisy ({noise.describe()}), but {winner.candidate.origin} is faster than "
+                f"every baseline by more than that")
+        else:
+            say(f"baselines timed again after the candidates: within x{noise.ratio:.2f} of their "
+                f"first timings (bound x{NOISY_RATIO:.2f})")
     result = SearchResult(key=key, winner=winner, attempts=attempts, eager_ms=refs.get("eager"),
                           inductor_ms=refs.get("inductor"), rounds_run=rounds_run,
                           seconds=time.monotonic() - start, complete=complete,
                           stop_reason=stop_reason, workroot=workroot, winner_dir=dirs[id(winner)],
-                          keep_workdirs=bool(keep))
+                          keep_workdirs=bool(keep), host_noise=noise)
+    claims = decided
+    paired = winner.timing.paired_speedup if claims else None
     say(f"winner: {winner.candidate.origin} {winner.timing.median_ms:.4f} ms"
         + (f", x{winner.speedup_vs_eager:.2f} over eager" if winner.speedup_vs_eager else "")
-        + (f" (x{winner.timing.paired_speedup:.2f} with eager timed in the winner's child)"
-           if winner.timing.paired_speedup else "")
+        + (f" (x{paired:.2f} with eager timed in the winner's child)" if paired else "")
         + (f", x{winner.speedup_vs_inductor:.2f} over inductor" if winner.speedup_vs_inductor else "")
+        + ("" if claims else ", no speedup claimed (host too noisy)")
         + f" ({result.candidates_tried} candidates tried, {result.candidates_accepted} accepted, "
           f"{result.seconds:.1f} s; stop: {stop_reason})")
     return result

@@ -213,6 +213,7 @@ def warm_unit(unit: WarmUnit, options: dict, device: str) -> dict:
     model, sets, recipe_opts, dynamic = _materialize(unit)
     opts = dict(recipe_opts, **(options or {}))
     opts["mode"] = opts.get("mode") if opts.get("mode") in ("search", "cache-only") else "search"
+    opts["new_shapes"] = "search"   # warming searches every size it names, inside the call
     model = model.to(device).eval()
     seen, stats = len(runtime.SEEN_KEYS), dict(runtime.STATS)
     compile_and_call(model, sets, unit.index, opts, device, dynamic)

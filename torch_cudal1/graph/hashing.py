@@ -56,3 +56,27 @@ def canonical_graph_text(graph: fx.Graph) -> str:
 
 def graph_hash(graph: fx.Graph) -> str:
     return hashlib.sha256(canonical_graph_text(graph).encode()).hexdigest()
+
+
+def _erase_ints(value):
+    if isinstance(value, (list, tuple)):
+        return type(value)(_erase_ints(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _erase_ints(v) for k, v in value.items()}
+    if isinstance(value, (int, torch.SymInt)) and not isinstance(value, bool):
+        return 0
+    return value
+
+
+def structure_hash(graph: fx.Graph) -> str:
+    """The graph's hash with every integer argument erased: equal for one model's graphs
+    specialised to different sizes (the sizes live in views' and reshapes' integer arguments,
+    and in sym-size placeholders), different for different operator sequences."""
+    index: dict = {}
+    lines = []
+    for i, node in enumerate(graph.nodes):
+        index[node] = i
+        target = "" if node.op in ("placeholder", "output") else _target_name(node.target)
+        lines.append(f"{i}|{node.op}|{target}|{_canon(_erase_ints(node.args), index)}|"
+                     f"{_canon(_erase_ints(node.kwargs), index)}")
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()

@@ -83,32 +83,45 @@ class UnsupportedGraph(Exception):
 
 
 def lift_constants(gm: fx.GraphModule, inputs: list) -> tuple[fx.GraphModule, list, list]:
-    """Turn ``get_attr`` nodes into trailing placeholders; return (graph, inputs, constants)."""
-    gm = copy.deepcopy(gm)
-    g = gm.graph
+    """Turn tensor ``get_attr`` nodes into trailing placeholders; return (graph, inputs, constants).
+
+    Works on a copy of the graph only: the module's tensors are never copied. aot_autograd calls
+    the compiler with its fake mode active, and a deep copy of a real tensor there would clone its
+    storage through that mode (onto the meta device). The constants are returned as the module
+    holds them (detached, real), read with the fake mode suspended. ``get_attr`` nodes that name
+    submodules (the subgraphs of higher-order ops) stay in the graph: the graph still runs, and
+    ``render_task`` says why it cannot be rendered.
+    """
+    from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
+    graph = copy.deepcopy(gm.graph)     # nodes and codegen; node meta copied shallowly
     consts = []
     last_ph = None
-    for n in g.nodes:
+    for n in graph.nodes:
         if n.op == "placeholder":
             last_ph = n
-    for n in list(g.nodes):
-        if n.op != "get_attr":
-            continue
-        value = gm
-        for part in n.target.split("."):
-            value = getattr(value, part)
-        if not isinstance(value, torch.Tensor):
-            raise UnsupportedGraph(f"attribute {n.target} is a {type(value).__name__}, not a tensor")
-        anchor = last_ph if last_ph is not None else next(iter(g.nodes))
-        with (g.inserting_after(anchor) if last_ph is not None else g.inserting_before(anchor)):
-            ph = g.placeholder(f"const{len(consts)}")
-        last_ph = ph
-        n.replace_all_uses_with(ph)
-        g.erase_node(n)
-        consts.append(value.detach())
-    g.lint()
-    gm.recompile()
-    return gm, list(inputs) + consts, consts
+    with unset_fake_temporarily():
+        for n in list(graph.nodes):
+            if n.op != "get_attr":
+                continue
+            value = gm
+            for part in n.target.split("."):
+                value = getattr(value, part)
+            if not isinstance(value, torch.Tensor):
+                continue
+            if isinstance(value, FakeTensor):
+                raise UnsupportedGraph(f"attribute {n.target} is a fake tensor (no real value)")
+            anchor = last_ph if last_ph is not None else next(iter(graph.nodes))
+            with (graph.inserting_after(anchor) if last_ph is not None
+                  else graph.inserting_before(anchor)):
+                ph = graph.placeholder(f"const{len(consts)}")
+            ph.meta = dict(n.meta)
+            last_ph = ph
+            n.replace_all_uses_with(ph)
+            graph.erase_node(n)
+            consts.append(value.detach())
+    graph.lint()
+    lifted = fx.GraphModule(gm, graph)   # copies only what the remaining get_attr nodes name
+    return lifted, list(inputs) + consts, consts
 
 
 def input_spec(name: str, value) -> dict:

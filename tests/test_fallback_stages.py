@@ -1,0 +1,160 @@
+"""No exception from the backend reaches the user's model: a failure injected at each stage of a
+graph's way (capture, lift, key, load, render, search, arbitrate, serve) is served by the fallback
+with the eager answer and one warning naming the stage and the cause; ``strict`` raises it."""
+import logging
+
+import pytest
+import torch
+import torch.nn as nn
+from torch._functorch import aot_autograd
+
+import torch_cudal1.arbiter
+import torch_cudal1.entry
+import torch_cudal1.graph_runner
+import torch_cudal1.search
+from torch_cudal1.fallback import STAGES
+from torch_cudal1.runtime import STATS
+
+FAST = {"baselines": "eager", "rounds": 0, "trials": 1, "generic": "eager"}
+
+
+def _boom(stage):
+    def fail(*a, **k):
+        raise RuntimeError(f"injected {stage} failure")
+    return fail
+
+
+def _serving_a_raising_winner(entry, device, module_name=None):
+    def forward(*args):
+        raise RuntimeError("injected serve failure")
+    return forward
+
+
+# stage -> (module, attribute, replacement, needs a cached entry, extra options)
+INJECT = {
+    "capture": (aot_autograd, "aot_module_simplified", _boom("capture"), False, {}),
+    "lift": (torch_cudal1.graph_runner, "lift_constants", _boom("lift"), False, {}),
+    "key": (torch_cudal1.graph_runner, "cache_key", _boom("key"), False, {}),
+    "load": (torch_cudal1.entry, "load_winner", _boom("load"), True, {}),
+    "render": (torch_cudal1.graph_runner, "render_task", _boom("render"), False, {}),
+    "search": (torch_cudal1.search, "run_search", _boom("search"), False, {}),
+    "arbitrate": (torch_cudal1.arbiter, "serve", _boom("arbitrate"), True, {"arbitrate": "on"}),
+    "serve": (torch_cudal1.entry, "load_winner", _serving_a_raising_winner, True, {}),
+}
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(12, 24)
+        self.b = nn.Linear(24, 6)
+
+    def forward(self, x):
+        return self.b(torch.relu(self.a(x))) + torch.tensor([0.5, -0.5, 1.0, 0.0, 2.0, -1.0])
+
+
+class Warnings(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.lines = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+
+@pytest.fixture
+def warnings():
+    h = Warnings()
+    log = logging.getLogger("torch_cudal1")
+    log.addHandler(h)
+    yield h.lines
+    log.removeHandler(h)
+
+
+@pytest.fixture(scope="module")
+def cached(tmp_path_factory):
+    """A cache holding the entry of Net's graph (what the load, arbitrate and serve stages read)."""
+    cache = tmp_path_factory.mktemp("cache")
+    torch._dynamo.reset()
+    m = Net().eval()
+    c = torch.compile(m, backend="cudal1", options=dict(FAST, cache_dir=str(cache)))
+    with torch.no_grad():
+        c(torch.randn(4, 12))
+    assert STATS["searches"] >= 1
+    return cache
+
+
+def test_every_stage_is_covered():
+    assert set(INJECT) == set(STAGES)
+
+
+def _run(stage, cache_dir, monkeypatch, strict=False):
+    module, attr, fn, _, extra = INJECT[stage]
+    monkeypatch.setattr(module, attr, fn)
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    m = Net().eval()
+    c = torch.compile(m, backend="cudal1",
+                      options=dict(FAST, cache_dir=str(cache_dir), strict=strict, **extra))
+    x = torch.randn(4, 12)
+    with torch.no_grad():
+        return m(x), c(x), c(x + 1), m(x + 1)
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_a_failure_at_each_stage_falls_back_with_one_line(stage, cached, tmp_path, monkeypatch,
+                                                          warnings):
+    cache = cached if INJECT[stage][3] else tmp_path / "cache"
+    before = STATS["fallbacks"]
+    expected, got, got2, expected2 = _run(stage, cache, monkeypatch)
+    torch.testing.assert_close(got, expected)
+    torch.testing.assert_close(got2, expected2)
+    assert len(warnings) == 1, warnings
+    line = warnings[0]
+    assert line.startswith(f"{stage} failed for graph ") and f"injected {stage} failure" in line
+    assert "Log: " in line
+    if stage == "arbitrate":      # an optimisation: the search's winner serves on
+        assert "running the search's winner" in line
+    else:
+        assert "running the eager fallback" in line
+    assert STATS["fallbacks"] == before + 1 and STATS[f"fallback:{stage}"] >= 1
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_strict_raises_the_failure(stage, cached, tmp_path, monkeypatch):
+    cache = cached if INJECT[stage][3] else tmp_path / "cache"
+    with pytest.raises(Exception, match=f"injected {stage} failure"):
+        _run(stage, cache, monkeypatch, strict=True)
+
+
+def test_the_graphs_own_error_propagates_as_in_eager(cached, monkeypatch, warnings):
+    """A winner that raises where eager raises too (an index out of range) is not blamed: the
+    error reaches the caller, no fallback is logged, and the winner keeps serving."""
+    torch._dynamo.reset()
+    emb = nn.Embedding(10, 4).eval()
+    c = torch.compile(emb, backend="cudal1", options=dict(FAST, cache_dir=str(cached)))
+    with torch.no_grad():
+        good = torch.tensor([[1, 2, 3]])
+        torch.testing.assert_close(c(good), emb(good))
+        with pytest.raises(IndexError):
+            c(torch.tensor([[1, 2, 30]]))
+        torch.testing.assert_close(c(good), emb(good))
+    assert warnings == []
+
+
+def test_the_inductor_fallback_is_built_by_inductor(tmp_path, monkeypatch, warnings):
+    """fallback="inductor" runs inductor's code (a torch.compile nested in Dynamo's compiled
+    code would run eagerly): the search failing, the graph is served by inductor's build."""
+    from torch._dynamo.utils import counters
+    monkeypatch.setattr(torch_cudal1.search, "run_search", _boom("search"))
+    torch._dynamo.reset()
+    builds = sum(counters["inductor"].values())
+    m = Net().eval()
+    c = torch.compile(m, backend="cudal1", options=dict(FAST, cache_dir=str(tmp_path),
+                                                        fallback="inductor"))
+    x = torch.randn(4, 12)
+    with torch.no_grad():
+        torch.testing.assert_close(c(x), m(x))
+        torch.testing.assert_close(c(x), m(x))
+    assert sum(counters["inductor"].values()) > builds
+    assert len(warnings) == 1 and "running the inductor fallback" in warnings[0]

@@ -1,0 +1,76 @@
+"""Is the host quiet enough to decide? Every speedup a search claims is a ratio of timings taken
+in different child processes minutes apart; a host whose load changes in between (another
+process's work, a frequency change) moves them by more than any gain: an eager baseline timed at
+23.95 ms in one child and 0.046 ms in the next turned an MLP's inductor into "x384 over eager".
+
+So before a win is declared, each baseline the claims rest on is timed once more, after the
+candidates and in the reverse order of the first pass; the larger of the baselines' drifts
+between their two timings (``HostNoise.ratio``) is what the host did to the same code. A
+candidate must beat the best baseline (at its faster timing: a disturbance only adds time) by
+more than that drift. Where the drift is over ``NOISY_RATIO`` and no candidate clears it, the
+host is too noisy to decide: the best baseline is served and no speedup is claimed or cached.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+# Two timings of one baseline further apart than this (slower / faster) leave nothing decidable:
+# a 1.5x drift of the same code is larger than the gains a search usually finds.
+NOISY_RATIO = 1.5
+
+
+@dataclass
+class HostNoise:
+    """The largest drift between a baseline's two timings."""
+    ratio: float              # slower / faster of that baseline's two medians (inf: it failed)
+    origin: str               # that baseline
+    first_ms: float
+    again_ms: float | None    # None: the second run was rejected (``reason``)
+    reason: str = ""
+    decided: bool = True      # the search could still tell its winner apart (set by the search)
+
+    @property
+    def noisy(self) -> bool:
+        return not self.ratio <= NOISY_RATIO
+
+    def describe(self) -> str:
+        if self.again_ms is None:
+            return f"{self.origin} passed once and was rejected when run again ({self.reason})"
+        return (f"{self.origin} timed {self.first_ms:.4f} ms, then {self.again_ms:.4f} ms "
+                f"(x{self.ratio:.2f} apart)")
+
+    def to_json(self) -> dict:
+        return {"ratio": None if math.isinf(self.ratio) else round(self.ratio, 4),
+                "baseline": self.origin, "first_ms": self.first_ms, "again_ms": self.again_ms,
+                "bound": NOISY_RATIO, "noisy": self.noisy, "decided": self.decided}
+
+
+def confirm_baselines(baselines: list, run_one) -> HostNoise:
+    """Time each accepted baseline once more, in the reverse order (``run_one(candidate,
+    record=False)`` verifies and times it in a new child); record the second timing beside the
+    first (``extra["confirmed"]``); return the largest drift."""
+    worst: HostNoise | None = None
+    for a in reversed(baselines):
+        again = run_one(a.candidate, record=False)
+        first = a.timing
+        if again.timing is None:
+            noise = HostNoise(math.inf, a.candidate.origin, first.median_ms, None,
+                              again.verdict.reason)
+            first.extra["confirmed"] = {"reason": again.verdict.reason}
+        else:
+            lo, hi = sorted((first.median_ms, again.timing.median_ms))
+            noise = HostNoise(hi / lo if lo > 0 else math.inf, a.candidate.origin,
+                              first.median_ms, again.timing.median_ms)
+            first.extra["confirmed"] = {"median_ms": again.timing.median_ms,
+                                        "spread_ms": again.timing.spread_ms}
+        if worst is None or noise.ratio > worst.ratio:
+            worst = noise
+    return worst
+
+
+def faster_of_two(attempt) -> float:
+    """A baseline's faster timing of its two: a disturbance only adds time."""
+    t = attempt.timing
+    again = t.extra.get("confirmed", {}).get("median_ms")
+    return min(t.median_ms, again) if again else t.median_ms
