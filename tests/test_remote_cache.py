@@ -197,8 +197,10 @@ def test_redis_stopped_mid_run_leaves_correct_results_and_one_warning(tmp_path, 
 import os, signal, json, torch, torch.nn as nn
 import torch_cudal1
 from torch_cudal1.cache import remote
+# new_shapes=search: each width is searched (not served by the shape-generic implementation as
+# another size of one graph), so that each one has an entry to upload.
 opts = {{"baselines": "eager", "rounds": 0, "trials": 1, "remote_cache": {redis_server.url!r},
-        "remote_timeout_s": 2.0}}
+        "remote_timeout_s": 2.0, "new_shapes": "search"}}
 errs = []
 for i, width in enumerate((8, 12, 20)):
     torch.manual_seed(i)
