@@ -318,8 +318,9 @@ class Runner:
             return m
         with torch.no_grad():
             dst = self.slots.view(k, i)
-            if o.device.type == "cpu" and o.is_contiguous() and o.dtype != torch.bool:
-                np.copyto(dst.numpy(), o.detach().numpy())   # one thread, as fingerprint()
+            if o.device.type == "cpu" and o.is_contiguous():   # one thread, as fingerprint()
+                np.copyto(dst.reshape(-1).view(torch.uint8).numpy(),
+                          o.detach().reshape(-1).view(torch.uint8).numpy())
             else:
                 dst.copy_(o, non_blocking=self.slots.pinned)
         m["copied"] = True

@@ -61,10 +61,9 @@ PREDICTABLE_SEEDS = (42, 0, 1, 1234, 2024)
 GRADS = ("no_grad", "inference")
 SAMPLED = 1024              # positions of each output checked on every timed call
 SLOT_SHARE = 1 / 16         # of host memory, for one batch's output slots (each side)
-MAX_BATCH = 50
+MAX_BATCH = 200
 FIRST_CALL_FLOOR_S = 120.0  # an engine's candidate's first calls (its lazy compiles) get this long
 CALL_FLOOR_S = 30.0         # later batches: this, plus 20x what the reference took for the same calls
-TIMED_BATCH = 16            # timed calls per batch at most: the clock's cross-check is per batch
 MIN_TIMED_BATCHES = 3       # and judged on the median batch of at least this many
 WORKER_MODULE = "torch_cudal1.harness.worker"
 
@@ -841,10 +840,10 @@ class Judge:
         try:
             with self.lock.exclusive(), quiet_cpu(host):
                 while True:
-                    # a batch about a quarter of the budget long (slow calls: small batches)
-                    fit = int(budget / 4 / max(per_call_s, 1e-6))
-                    size = 3 if warm else max(4, min(self.batch, TIMED_BATCH, fit,
-                                                     reps - len(cand_ms)))
+                    # a batch about a sixth of the budget long, and at least 30 ms where calls
+                    # are quick, so that a host's hiccup (a late wake-up) is small beside it
+                    fit = int(max(budget / 6, 0.03) / max(per_call_s, 1e-6))
+                    size = 3 if warm else max(4, min(self.batch, fit))
                     calls = self._timed_calls(size, rng)
                     whats = [f"timed call {len(cand_ms) + i}" for i in range(size)]
                     t_r = time.perf_counter()
