@@ -5,8 +5,11 @@ setup(
     version="0.1.2",
     description="A torch.compile backend that searches, verifies and caches faster kernels "
                 "(CUDA-L1-style contrastive generation through a local LLM engine).",
-    packages=find_packages(include=["torch_cudal1", "torch_cudal1.*"]),
-    package_data={"torch_cudal1": ["csrc/*", "examples/*.py"]},
+    # The native sources live at the top-level csrc/; a wheel carries them as torch_cudal1/csrc/,
+    # where bench/native.py looks when there is no source checkout around the package.
+    packages=find_packages(include=["torch_cudal1", "torch_cudal1.*"]) + ["torch_cudal1.csrc"],
+    package_dir={"torch_cudal1.csrc": "csrc"},
+    package_data={"torch_cudal1": ["examples/*.py"], "torch_cudal1.csrc": ["*.cpp", "*.cu"]},
     include_package_data=True,
     python_requires=">=3.10",
     install_requires=[
@@ -27,6 +30,6 @@ setup(
     entry_points={
         "console_scripts": ["cudal1=torch_cudal1.cli:main"],
         # The only registration of the backend name: torch._dynamo discovers it lazily.
-        "torch_dynamo_backends": ["cudal1=torch_cudal1.backend:cudal1_backend"],
+        "torch_dynamo_backends": ["cudal1=torch_cudal1.serve.backend:cudal1_backend"],
     },
 )

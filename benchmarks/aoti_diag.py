@@ -61,7 +61,7 @@ VERIFY = textwrap.dedent(r"""
     import faulthandler, json, os, sys
     faulthandler.enable()
     from pathlib import Path
-    from torch_cudal1.baselines import baseline_candidate
+    from torch_cudal1.engines.baselines import baseline_candidate
     from torch_cudal1.contracts import Candidate
     from torch_cudal1.engines.builtin import aoti
     from torch_cudal1.task import Task

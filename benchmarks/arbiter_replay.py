@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from torch_cudal1 import arbiter  # noqa: E402
+from torch_cudal1.serve import arbiter  # noqa: E402
 from torch_cudal1.contracts import Timing  # noqa: E402
 
 

@@ -65,7 +65,7 @@ def first_call(fn, x) -> float:
 def arbiter_like(gm, example_inputs):
     """A backend that builds Dynamo's graph as cudal1's arbiter does (``compile_fx`` with
     max-autotune's options, on the first call's own inputs)."""
-    from torch_cudal1 import arbiter
+    from torch_cudal1.serve import arbiter
     built = {}
 
     def run(*args):
@@ -84,7 +84,7 @@ def child(step: str, args) -> int:
         out["default_s"] = first_call(torch.compile(model), x)
         torch._dynamo.reset()
     if step in ("search", "arbiter"):   # cudal1's search; its arbiter's max-autotune off / on
-        from torch_cudal1.backend import cudal1_backend
+        from torch_cudal1.serve.backend import cudal1_backend
         opts = {"cache_dir": args.cudal1_cache, "engine": "builtin", "rounds": 2,
                 "time_budget_s": 300.0, "progress": False, "keep_workdirs": args.kept,
                 "arbitrate_max_autotune": "on" if step == "arbiter" else "off"}

@@ -24,7 +24,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from torch_cudal1.baselines import baseline_candidate  # noqa: E402
+from torch_cudal1.engines.baselines import baseline_candidate  # noqa: E402
 from torch_cudal1.bench.timing import time_callable  # noqa: E402
 from torch_cudal1.engines.builtin import channels_last  # noqa: E402
 from torch_cudal1.task import Task, load_source  # noqa: E402

@@ -47,7 +47,7 @@ def per_call_us(call, n: int = 5000, repeats: int = 7, sync=lambda: None) -> flo
 
 def runners_of(compiled, x) -> list:
     """The GraphRunners a cudal1-compiled function made (by watching their construction)."""
-    from torch_cudal1 import graph_runner
+    from torch_cudal1.serve import graph_runner
     made, orig = [], graph_runner.GraphRunner.__init__
 
     def init(self, *a, **k):

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from torch_cudal1 import global_settings  # noqa: E402
-from torch_cudal1.baselines import baseline_candidate  # noqa: E402
+from torch_cudal1.engines.baselines import baseline_candidate  # noqa: E402
 from torch_cudal1.engines.base import SearchContext  # noqa: E402
 from torch_cudal1.engines.builtin import BuiltinEngine  # noqa: E402
 from torch_cudal1.options import Options  # noqa: E402

@@ -161,7 +161,7 @@ def interleaved(fns: dict, inputs, device: str, rounds: int = 5, reps: int = 20)
 
 def events_ms(fn, inputs, device: str) -> float:
     """The arbiter's measure (its ``_time``): the harness's timed calls, warm caches."""
-    from torch_cudal1 import arbiter
+    from torch_cudal1.serve import arbiter
     return arbiter._time(fn, list(inputs), device).median_ms
 
 
@@ -169,7 +169,7 @@ def cudal1_compile(model, options: dict):
     try:
         return torch.compile(model, backend="cudal1", options=options)
     except Exception:  # noqa: BLE001 - not pip-installed: the entry point is missing
-        from torch_cudal1.backend import cudal1_backend
+        from torch_cudal1.serve.backend import cudal1_backend
         return torch.compile(model, backend=cudal1_backend, options=options)
 
 
@@ -286,7 +286,7 @@ def run_one(name: str, dtype_name: str, args) -> dict | None:
     rec["trees"] = trees_in_child(name, dtype_name, impl, args)
     cache = None
     if not args.skip_cudal1:
-        from torch_cudal1.runtime import STATS
+        from torch_cudal1.counters import STATS
         cache = tempfile.mkdtemp(prefix="cudal1-real-")
         before = dict(STATS)
         fns["cudal1"] = cudal1_compile(model, cudal1_options(cache))

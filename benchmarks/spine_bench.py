@@ -118,8 +118,8 @@ def eager_and_inductor(snippet: str, device: str) -> dict:
 def dispatch_overhead(device: str) -> dict:
     """Per-call cost of the cudal1 layers: compiled callable vs. the cached winner called directly,
     on a graph so small that the kernels cost next to nothing."""
-    import torch_cudal1.runtime as rt
-    from torch_cudal1.graph_runner import GraphRunner
+    import torch_cudal1.counters as rt
+    from torch_cudal1.serve.graph_runner import GraphRunner
     with tempfile.TemporaryDirectory() as d:
         m = nn.Linear(4, 4).to(device).eval()
         x = torch.randn(2, 4, device=device)
@@ -155,7 +155,7 @@ def dispatch_overhead(device: str) -> dict:
                 plain = torch.compile(m, backend=lambda gm, ex: gm.forward)
                 plain(x)
                 # The same backend with AOT's runtime wrapper kept, to show what skipping it saves.
-                import torch_cudal1.backend as be
+                import torch_cudal1.serve.backend as be
                 keep = be._aot_wrapper_is_identity
                 be._aot_wrapper_is_identity = lambda *a: False
                 try:

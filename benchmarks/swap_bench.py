@@ -70,7 +70,7 @@ CHILD = textwrap.dedent(r"""
     out = {"first_call_s": call(), "process_to_first_result_s": time.perf_counter() - t_start}
     if cfg.get("wait_swap"):
         import threading
-        from torch_cudal1 import worker
+        from torch_cudal1.serve import worker
         t0 = time.perf_counter()
         worker.wait_background(3600)
 

@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from torch_cudal1.baselines import baseline_candidate  # noqa: E402
+from torch_cudal1.engines.baselines import baseline_candidate  # noqa: E402
 from torch_cudal1.contracts import Candidate  # noqa: E402
 from torch_cudal1.task import Task  # noqa: E402
 from torch_cudal1.verify import evaluate  # noqa: E402

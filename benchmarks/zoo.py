@@ -64,7 +64,7 @@ def child(args) -> dict:
     rec.update(status="pass" if ok1 and ok2 else "wrong", max_err=max(err1, err2),
                detail=d1 or d2)
     if args.backend == "cudal1":
-        import torch_cudal1.runtime as rt
+        import torch_cudal1.counters as rt
         s = rt.STATS
         rec.update(graphs=len(rt.SEEN_KEYS), hits=sum(k["hit"] for k in rt.SEEN_KEYS),
                    searches=s.get("searches", 0), fallbacks=s.get("fallbacks", 0),

@@ -40,8 +40,8 @@ def run_triton_interpreted(code: str, timeout: float = 300) -> str:
 FORBID_SEARCH = """
 def _forbidden(*a, **k):
     raise AssertionError("a cache hit must not run this")
-import torch_cudal1.search, torch_cudal1.verify.runner, torch_cudal1.engines, torch.utils.cpp_extension
-torch_cudal1.search.run_search = _forbidden
+import torch_cudal1.search.loop, torch_cudal1.verify.runner, torch_cudal1.engines, torch.utils.cpp_extension
+torch_cudal1.search.loop.run_search = _forbidden
 torch_cudal1.verify.runner.evaluate = _forbidden
 torch_cudal1.engines.create = _forbidden
 torch.utils.cpp_extension.load_inline = _forbidden

@@ -6,10 +6,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from torch_cudal1.baselines import baseline_candidate
+from torch_cudal1.engines.baselines import baseline_candidate
 from torch_cudal1.contracts import Candidate
 from torch_cudal1.engines.builtin import aoti
-from torch_cudal1.runtime import instantiate
+from torch_cudal1.cache.winner import instantiate
 from torch_cudal1.task import Task
 from torch_cudal1.verify import evaluate
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 from helpers import run_python
 
-from torch_cudal1 import arbiter
+from torch_cudal1.serve import arbiter
 from torch_cudal1.cache.store import CacheStore
 from torch_cudal1.options import Options
 
@@ -83,7 +83,7 @@ def test_through_the_backend_with_a_cache_hit_in_a_fresh_process(tmp_path):
     once; a fresh process hits the cache, reads the decision and times nothing."""
     code = """
         import json, torch, torch_cudal1
-        from torch_cudal1 import arbiter
+        from torch_cudal1.serve import arbiter
         FORBID = {forbid}
         if FORBID:
             def no(*a, **k):
@@ -116,7 +116,7 @@ def test_a_warm_start_builds_the_arbiters_inductor_choice_from_inductors_cache(t
     code = """
         import json, torch
         from torch._dynamo.utils import counters
-        from torch_cudal1 import arbiter
+        from torch_cudal1.serve import arbiter
         def f(x, w):
             return (torch.relu(x @ w) * 2.0,)
         gm = torch.fx.symbolic_trace(f)
@@ -139,7 +139,7 @@ def test_cache_only_follows_a_kept_decision_and_never_times(tmp_path):
     was warmed, and serves the cached winner where there is none."""
     code = """
         import json, torch, torch_cudal1
-        from torch_cudal1 import arbiter
+        from torch_cudal1.serve import arbiter
         MODE = {mode!r}
         built = []
         if MODE == "cache-only":
@@ -449,7 +449,7 @@ def test_max_autotune_auto_is_not_spent_where_its_templates_miss_the_tensor_core
 
 
 def test_an_entry_gives_the_arbiter_its_searchs_accepted_times():
-    from torch_cudal1.graph_runner import _search_times
+    from torch_cudal1.serve.graph_runner import _search_times
     meta = {"attempts": [
         {"candidate": {"origin": "baseline:inductor"}, "verdict": {"accepted": True},
          "timing": {"median_ms": 1.07}},

@@ -5,7 +5,7 @@ import torch.nn as nn
 
 import torch_cudal1
 from torch_cudal1.cache.store import CacheStore
-from torch_cudal1.runtime import STATS
+from torch_cudal1.counters import STATS
 
 FAST = {"baselines": "eager", "rounds": 1, "trials": 2}
 

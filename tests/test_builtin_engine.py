@@ -105,7 +105,7 @@ def test_rendered_task_graph_candidate_is_accepted():
 
 def test_cudagraph_wrapper_runs_its_inner_model_off_the_gpu():
     # On CPU tensors the wrapper falls through to the wrapped ModelNew: same answers.
-    from torch_cudal1.baselines import baseline_candidate
+    from torch_cudal1.engines.baselines import baseline_candidate
     task = Task(DIAG, name="diag")
     src = cudagraph.wrap(baseline_candidate(task, "eager").source)
     verdict, _ = evaluate(task, Candidate(src, "builtin:cudagraph"), device="cpu", time_it=False)
@@ -382,7 +382,7 @@ def get_init_inputs():
 
 
 def _tf32_model():
-    from torch_cudal1.baselines import baseline_candidate
+    from torch_cudal1.engines.baselines import baseline_candidate
     from torch_cudal1.engines.builtin import tf32
     from torch_cudal1.task import load_source
     src = tf32.wrap(baseline_candidate(Task(RECORDS_PRECISION), "eager").source)
@@ -550,7 +550,7 @@ def test_cudnn_benchmark_candidates_are_proposed_on_gpus_for_convolutions(monkey
 
 
 def test_the_cudnn_benchmark_wrapper_switches_it_for_its_own_calls_only():
-    from torch_cudal1.baselines import baseline_candidate
+    from torch_cudal1.engines.baselines import baseline_candidate
     from torch_cudal1.engines.builtin import cudnn_benchmark
     from torch_cudal1.task import load_source
     src = RECORDS_PRECISION.replace("torch.get_float32_matmul_precision()",
@@ -633,7 +633,7 @@ def get_init_inputs():
 @pytest.mark.parametrize("src,fmt", [("CONV", torch.channels_last),
                                      ("CONV3D", torch.channels_last_3d)])
 def test_the_channels_last_wrapper_converts_module_and_inputs_and_returns_contiguous(src, fmt):
-    from torch_cudal1.baselines import baseline_candidate
+    from torch_cudal1.engines.baselines import baseline_candidate
     from torch_cudal1.engines.builtin import channels_last
     from torch_cudal1.task import load_source
     task = Task(globals()[src])
@@ -660,7 +660,7 @@ def test_weights_handed_in_as_inputs_are_converted_on_every_call():
     """Dynamo's graphs take parameters as inputs: they reach the convolution channels-last too,
     and a weight changed in place between calls is read as it is now, never from an earlier
     copy."""
-    from torch_cudal1.baselines import baseline_candidate
+    from torch_cudal1.engines.baselines import baseline_candidate
     from torch_cudal1.engines.builtin import channels_last
     from torch_cudal1.task import load_source
     mod = load_source(channels_last.wrap(baseline_candidate(Task(CONV_WEIGHT_INPUT), "eager").source),

@@ -107,7 +107,7 @@ def test_export_import_reports_fit(tmp_path, capsys):
 
 
 def test_explain_task_file_names_the_differing_field(tmp_path, capsys):
-    from torch_cudal1.cli.optimize_cmd import task_key
+    from torch_cudal1.cache.key import task_key
     from torch_cudal1.task import Task
     task_file = tmp_path / "relu2.py"
     task_file.write_text(TASK)
@@ -188,7 +188,7 @@ def test_explain_never_pulls_remote_entries(tmp_path, capsys, monkeypatch):
     from test_remote_cache import RedisServer, require_redis
     from torch_cudal1.cache.remote import RemoteTier
     from torch_cudal1.cache.tiered import TieredStore
-    from torch_cudal1.cli.optimize_cmd import task_key
+    from torch_cudal1.cache.key import task_key
     from torch_cudal1.task import Task
     require_redis()
     server = RedisServer(tmp_path)

@@ -17,9 +17,9 @@ ROOT = Path(__file__).resolve().parents[1]
 # really wait on its lock. GO_FILE: the searcher also waits for this file before searching.
 CHILD = r"""
 import json, os, pathlib, sys, time, torch, torch.nn as nn
-import torch_cudal1, torch_cudal1.search, torch_cudal1.cache.store as cs
+import torch_cudal1, torch_cudal1.search.loop, torch_cudal1.cache.store as cs
 arrive = pathlib.Path(os.environ["ARRIVE_DIR"])
-real_lock, real_search = cs.CacheStore.lock, torch_cudal1.search.run_search
+real_lock, real_search = cs.CacheStore.lock, torch_cudal1.search.loop.run_search
 def lock(self, key, timeout=-1):
     (arrive / str(os.getpid())).touch()
     return real_lock(self, key, timeout)
@@ -34,7 +34,7 @@ def run_search(*a, **k):
             time.sleep(0.1)
     return real_search(*a, **k)
 cs.CacheStore.lock = lock
-torch_cudal1.search.run_search = run_search
+torch_cudal1.search.loop.run_search = run_search
 torch.manual_seed(0)
 m = nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 4)).eval()
 x = torch.randn(3, 16)

@@ -8,7 +8,7 @@ from torch_cudal1.cache.store import CacheStore
 
 MODEL = """
 import json, sys, torch, torch.nn as nn
-import torch_cudal1, torch_cudal1.runtime as rt
+import torch_cudal1, torch_cudal1.counters as rt
 torch.manual_seed(0)
 m = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.LayerNorm(32), nn.Linear(32, 4)).eval()
 x = torch.randn(3, 16)

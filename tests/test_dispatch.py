@@ -2,7 +2,7 @@
 the result stays right either way (mutated inputs, outputs that alias inputs)."""
 import torch
 
-from torch_cudal1.graph_runner import GraphRunner
+from torch_cudal1.serve.graph_runner import GraphRunner
 
 
 def _compile(fn, cache_dir, runners, monkeypatch):

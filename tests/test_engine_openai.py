@@ -6,7 +6,7 @@ from engine_helpers import FAST, NO_CODE, SLOW, FakeLLMServer, answer, make_task
 
 from torch_cudal1.contracts import Attempt, Candidate, Timing, Verdict
 from torch_cudal1.engines import EngineError, SearchContext, create
-from torch_cudal1.engines.openai_engine import normalize_url
+from torch_cudal1.engines.llm.openai_engine import normalize_url
 from torch_cudal1.options import Options
 
 

@@ -1,7 +1,7 @@
 """The contrastive prompt (prefix stability, what it shows) and the parsing of answers."""
 from engine_helpers import FAST, SLOW, TASK_SRC, WRONG, answer
 
-from torch_cudal1 import prompts
+from torch_cudal1.engines.llm import prompts
 from torch_cudal1.contracts import Attempt, Candidate, Timing, Verdict
 
 

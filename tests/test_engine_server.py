@@ -8,7 +8,8 @@ from pathlib import Path
 from engine_helpers import FAST, answer, make_task
 
 from torch_cudal1.cli import main as cli_main
-from torch_cudal1.engines import SearchContext, create, server
+from torch_cudal1.engines import SearchContext, create
+from torch_cudal1.engines.llm import server
 from torch_cudal1.options import Options
 
 FAKE = Path(__file__).resolve().parent / "fake_llm_server.py"

@@ -8,12 +8,12 @@ import torch
 import torch.nn as nn
 from torch._functorch import aot_autograd
 
-import torch_cudal1.arbiter
-import torch_cudal1.entry
-import torch_cudal1.graph_runner
-import torch_cudal1.search
-from torch_cudal1.fallback import STAGES
-from torch_cudal1.runtime import STATS
+import torch_cudal1.serve.arbiter
+import torch_cudal1.cache.winner
+import torch_cudal1.serve.graph_runner
+import torch_cudal1.search.loop
+from torch_cudal1.serve.fallback import STAGES
+from torch_cudal1.counters import STATS
 
 FAST = {"baselines": "eager", "rounds": 0, "trials": 1, "generic": "eager"}
 
@@ -35,11 +35,11 @@ INJECT = {
     "capture": (aot_autograd, "aot_module_simplified", _boom("capture"), False, {}),
     "lift": (torch_cudal1.graph_runner, "lift_constants", _boom("lift"), False, {}),
     "key": (torch_cudal1.graph_runner, "cache_key", _boom("key"), False, {}),
-    "load": (torch_cudal1.entry, "load_winner", _boom("load"), True, {}),
+    "load": (torch_cudal1.cache.winner, "load_winner", _boom("load"), True, {}),
     "render": (torch_cudal1.graph_runner, "render_task", _boom("render"), False, {}),
-    "search": (torch_cudal1.search, "run_search", _boom("search"), False, {}),
-    "arbitrate": (torch_cudal1.arbiter, "serve", _boom("arbitrate"), True, {"arbitrate": "on"}),
-    "serve": (torch_cudal1.entry, "load_winner", _serving_a_raising_winner, True, {}),
+    "search": (torch_cudal1.search.loop, "run_search", _boom("search"), False, {}),
+    "arbitrate": (torch_cudal1.serve.arbiter, "serve", _boom("arbitrate"), True, {"arbitrate": "on"}),
+    "serve": (torch_cudal1.cache.winner, "load_winner", _serving_a_raising_winner, True, {}),
 }
 
 
@@ -146,7 +146,7 @@ def test_the_inductor_fallback_is_built_by_inductor(tmp_path, monkeypatch, warni
     """fallback="inductor" runs inductor's code (a torch.compile nested in Dynamo's compiled
     code would run eagerly): the search failing, the graph is served by inductor's build."""
     from torch._dynamo.utils import counters
-    monkeypatch.setattr(torch_cudal1.search, "run_search", _boom("search"))
+    monkeypatch.setattr(torch_cudal1.search.loop, "run_search", _boom("search"))
     torch._dynamo.reset()
     builds = sum(counters["inductor"].values())
     m = Net().eval()

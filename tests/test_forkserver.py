@@ -8,7 +8,7 @@ import pytest
 import torch
 from helpers import run_python
 
-from torch_cudal1.baselines import baseline_candidate
+from torch_cudal1.engines.baselines import baseline_candidate
 from torch_cudal1.task import Task
 from torch_cudal1.verify import evaluate, forkserver, prestart_children
 

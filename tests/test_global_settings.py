@@ -3,7 +3,7 @@ the verifier (``torch_cudal1/global_settings.py``)."""
 import torch
 
 from torch_cudal1 import global_settings
-from torch_cudal1.runtime import instantiate
+from torch_cudal1.cache.winner import instantiate
 
 SETS_AT_INIT = '''
 import torch

@@ -7,7 +7,7 @@ from torch_cudal1.cache.key import cache_key, input_metadata, key_fields
 
 KEY_SCRIPT = """
 import json, torch, torch.nn as nn
-import torch_cudal1.runtime as rt
+import torch_cudal1.counters as rt
 class {cls}(nn.Module):
     def __init__(self):
         super().__init__()
@@ -89,3 +89,52 @@ def test_graph_hash_changes_with_the_computation():
 
     assert graph_hash(trace(A())) != graph_hash(trace(B()))
     assert graph_hash(trace(A())) == graph_hash(trace(C()))
+
+
+def test_every_rewrite_pass_carries_a_source_hash_and_the_key_holds_them():
+    from torch_cudal1 import rewrites
+    hashes = rewrites.pass_hashes()
+    assert set(hashes) == set(rewrites.NAMES) and all(len(h) == 16 for h in hashes.values())
+    fields = _fields(torch.randn(4, 8))
+    assert fields["versions"]["rewrites"] == hashes
+
+
+def test_a_changed_pass_changes_its_hash_and_the_key(monkeypatch):
+    from torch_cudal1 import rewrites
+    from torch_cudal1.cache import key as key_mod
+
+    def edited(name):
+        return lambda path: path.read_bytes() + (b"\n# edited\n" if path.name == name else b"")
+
+    cse = "torch_cudal1.rewrites.cse"
+    assert rewrites.hash_sources(cse) == rewrites.hash_sources(cse)
+    assert rewrites.hash_sources(cse, read=edited("cse.py")) != rewrites.hash_sources(cse)
+    # what a pass imports from the rewrites and templates counts as its source too
+    assert rewrites.hash_sources(cse, read=edited("_util.py")) != rewrites.hash_sources(cse)
+    long_rows = "torch_cudal1.rewrites.long_rows"
+    assert rewrites.hash_sources(long_rows, read=edited("long_row_norm.py")) != \
+        rewrites.hash_sources(long_rows)
+    assert rewrites.hash_sources(cse, read=edited("long_row_norm.py")) == rewrites.hash_sources(cse)
+
+    x = torch.randn(4, 8)
+    before = cache_key(_fields(x))
+    changed = dict(rewrites.pass_hashes(), cse=rewrites.hash_sources(cse, read=edited("cse.py")))
+    monkeypatch.setattr(rewrites, "pass_hashes", lambda: changed)
+    key_mod.software_versions.cache_clear()
+    try:
+        assert cache_key(_fields(x)) != before
+    finally:
+        monkeypatch.undo()
+        key_mod.software_versions.cache_clear()
+    assert cache_key(_fields(x)) == before
+
+
+def test_a_task_files_key_is_built_in_key_py(tmp_path):
+    from torch_cudal1.cache.key import task_key
+    from torch_cudal1.task import Task
+    src = ("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+           "        return x + 1\ndef get_inputs():\n    return [torch.randn(3)]\n"
+           "def get_init_inputs():\n    return []\n")
+    key, fields = task_key(Task(src), "cpu")
+    assert key == cache_key(fields) and fields["graph"].startswith("src:")
+    assert task_key(Task(src + "\n"), "cpu")[0] != key

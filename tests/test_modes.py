@@ -7,7 +7,7 @@ from torch_cudal1.cache.store import CacheStore
 
 MODEL = """
 import json, os, time, torch, torch.nn as nn
-import torch_cudal1, torch_cudal1.runtime as rt
+import torch_cudal1, torch_cudal1.counters as rt
 torch.manual_seed(0)
 m = nn.Sequential(nn.Linear(16, 32), nn.SiLU(), nn.Linear(32, 4)).eval()
 x = torch.randn(3, 16)
@@ -15,7 +15,7 @@ base = {"baselines": "eager", "rounds": 0, "trials": 1}
 """
 
 ASYNC = MODEL + """
-from torch_cudal1 import worker
+from torch_cudal1.serve import worker
 c = torch.compile(m, backend="cudal1", options=dict(base, mode="async"))
 with torch.no_grad():
     t0 = time.monotonic()
@@ -82,7 +82,7 @@ def test_async_job_files_hold_no_secrets_and_are_private(tmp_path):
 
     import torch
 
-    from torch_cudal1 import worker
+    from torch_cudal1.serve import worker
     from torch_cudal1.options import Options
     from torch_cudal1.task import Task
     opts = Options.resolve(dict(SECRETS, cache_dir=str(tmp_path)), env={})
@@ -93,16 +93,17 @@ def test_async_job_files_hold_no_secrets_and_are_private(tmp_path):
     assert json.loads((job / "job.json").read_text())["scalars"] == {"1": 3}
     for d in (job, job.parent):                                   # the job and the jobs root
         assert stat.S_IMODE(d.stat().st_mode) == 0o700, oct(d.stat().st_mode)
-    assert worker.secret_env(opts) == {f"CUDAL1_{k.upper()}": v for k, v in SECRETS.items()}
-    # The worker gets them back from its environment, as options.
-    env = worker.secret_env(opts)
+    assert opts.secret_env() == {f"CUDAL1_{k.upper()}": v for k, v in SECRETS.items()}
+    # The worker gets them back from its environment, as options (and only them).
+    env = Options.secrets_in(dict(opts.secret_env(), CUDAL1_ROUNDS="7"))
     back = Options.resolve({k: v for k, v in json.loads((job / "job.json").read_text())["options"]
                             .items() if k in Options.keys()}, env=env)
+    assert back.rounds == opts.rounds
     assert all(getattr(back, k) == v for k, v in SECRETS.items())
 
 
 FAILING_ASYNC = MODEL + """
-from torch_cudal1 import worker
+from torch_cudal1.serve import worker
 # The engine's server is not there: the background search fails after its baselines and
 # caches nothing (an incomplete search is not the answer for the key).
 opts = dict(base, mode="async", engine="openai", engine_url="http://127.0.0.1:9/v1", rounds=1,

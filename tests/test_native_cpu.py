@@ -1,4 +1,4 @@
-"""The native helpers' CPU build (torch_cudal1/csrc, one g++ build of ~1 min): the C++ output
+"""The native helpers' CPU build (csrc/, one g++ build of ~1 min): the C++ output
 checker and the C++ clock of the timing harness, in the harness and in the verifier's child."""
 import time
 

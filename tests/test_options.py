@@ -51,3 +51,39 @@ def test_pair_reference_is_on_by_default_on_a_gpu_only():
     assert opts.pairs_reference("cuda:0") and not opts.pairs_reference("cpu")
     assert Options.resolve({}, env={"CUDAL1_PAIR_REFERENCE": "on"}).pairs_reference("cpu")
     assert not Options.resolve({"pair_reference": "off"}, env={}).pairs_reference("cuda")
+
+
+def test_every_option_has_a_group_and_docs_options_names_it():
+    from pathlib import Path
+
+    from torch_cudal1.options import GROUPS
+    groups = Options.groups()
+    assert list(groups) == list(GROUPS)
+    assert sorted(sum(groups.values(), [])) == sorted(Options.keys())
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "options.md").read_text()
+    assert all(f"`{name}`" in doc for name in Options.keys())
+
+
+def test_environment_only_settings_are_read_in_options(monkeypatch):
+    from pathlib import Path
+
+    from torch_cudal1.options import ENV_ONLY, env, env_off, env_on
+    monkeypatch.delenv("CUDAL1_NATIVE", raising=False)
+    assert env("CUDAL1_NATIVE") == "auto"
+    monkeypatch.setenv("CUDAL1_NATIVE", "")
+    assert env("CUDAL1_NATIVE") == "auto"               # empty is unset
+    monkeypatch.setenv("CUDAL1_DEVICE_LOCK", "off")
+    assert env_off("CUDAL1_DEVICE_LOCK") and not env_on("CUDAL1_DEVICE_LOCK")
+    with pytest.raises(KeyError):
+        env("CUDAL1_NO_SUCH_THING")
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "options.md").read_text()
+    assert all(f"`{name}`" in doc for name in ENV_ONLY)
+    # no other module of the package reads a CUDAL1_* variable itself (setting one for a child
+    # process is no reading)
+    import re
+    reads = re.compile(r"(environ\.get|getenv)\(\s*[\"']CUDAL1_"
+                       r"|environ\[\s*[\"']CUDAL1_\w+[\"']\s*\](?!\s*=)")
+    package = Path(__file__).resolve().parents[1] / "torch_cudal1"
+    readers = [str(p.relative_to(package)) for p in package.rglob("*.py")
+               if p.name != "options.py" and reads.search(p.read_text())]
+    assert readers == []

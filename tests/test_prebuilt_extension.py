@@ -8,7 +8,7 @@ from helpers import run_python
 from torch_cudal1.cache.key import cache_key
 from torch_cudal1.cache.store import CacheStore
 from torch_cudal1.contracts import Attempt, Candidate
-from torch_cudal1.entry import store_search_result
+from torch_cudal1.search.store import store_search_result
 from torch_cudal1.search import SearchResult
 from torch_cudal1.task import Task
 from torch_cudal1.verify import evaluate
@@ -53,8 +53,8 @@ def _forbidden(*a, **k):
 ce.load_inline = _forbidden
 ce._jit_compile = _forbidden
 from torch_cudal1.cache.store import CacheStore
-from torch_cudal1.entry import load_winner
-from torch_cudal1.runtime import STATS
+from torch_cudal1.cache.winner import load_winner
+from torch_cudal1.counters import STATS
 entry = CacheStore({root!r}).load({key!r})
 forward = load_winner(entry, "cpu")
 x = torch.randn(8, 16)

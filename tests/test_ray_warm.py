@@ -84,7 +84,7 @@ def test_ray_warm_fills_the_shared_tier_for_a_fresh_machine(tmp_path, cluster):
 
     # A serving machine with an empty cache dir, cache-only: both shapes come from Redis.
     import torch
-    import torch_cudal1.runtime as rt
+    import torch_cudal1.counters as rt
     from torch_cudal1.warm import list_units, warm_unit
     rt.STATS.clear()
     serving = dict(OPTIONS, remote_cache=cluster.url, cache_dir=str(tmp_path / "serving"),

@@ -146,7 +146,7 @@ def test_unpack_refuses_unsafe_archives(tmp_path, kind):
 # -- two machines, one Redis ----------------------------------------------------------------------
 COMPILE = """
 import json, sys, torch, torch.nn as nn
-import torch_cudal1, torch_cudal1.runtime as rt
+import torch_cudal1, torch_cudal1.counters as rt
 __PATCH__
 torch.manual_seed(0)
 width = int(sys.argv[2]) if len(sys.argv) > 2 else 32
@@ -352,7 +352,7 @@ def test_the_tier_heals_when_a_stalled_server_answers_again(tmp_path, redis_serv
 
 def test_store_for_uses_the_tier_only_when_configured(tmp_path):
     from torch_cudal1.options import Options
-    from torch_cudal1.runtime import store_for
+    from torch_cudal1.cache import store_for
     plain = store_for(Options.resolve({"cache_dir": str(tmp_path)}, env={}))
     assert type(plain) is CacheStore
     url = f"redis://127.0.0.1:{_free_port()}/5"

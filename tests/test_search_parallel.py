@@ -3,7 +3,7 @@ candidate rejected while building is never timed."""
 import threading
 import time
 
-import torch_cudal1.search as search
+import torch_cudal1.search.loop as search
 from torch_cudal1.contracts import Candidate
 from torch_cudal1.engines.base import Engine
 from torch_cudal1.options import Options

@@ -13,7 +13,7 @@ from torch_cudal1.cache.store import CacheStore
 from torch_cudal1.contracts import Candidate, Timing, Verdict
 from torch_cudal1.engines.base import Engine
 from torch_cudal1.options import Options
-from torch_cudal1.stability import NOISY_RATIO
+from torch_cudal1.search.stability import NOISY_RATIO
 from torch_cudal1.task import Task
 
 _TASK = ("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"

@@ -6,7 +6,7 @@ import torch
 import torch.nn as nn
 
 from helpers import run_python
-from torch_cudal1.runtime import STATS
+from torch_cudal1.counters import STATS
 
 BASE = {"baselines": "eager", "rounds": 0, "trials": 1}
 
@@ -59,8 +59,8 @@ def test_static_graphs_of_one_model_at_a_second_size_are_not_searched_in_forward
 
 DYNAMIC = """
 import json, time, torch, torch.nn as nn
-import torch_cudal1, torch_cudal1.runtime as rt
-from torch_cudal1 import worker
+import torch_cudal1, torch_cudal1.counters as rt
+from torch_cudal1.serve import worker
 torch.manual_seed(0)
 m = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 4)).eval()
 c = torch.compile(m, backend="cudal1", dynamic=True,
@@ -117,7 +117,7 @@ def models():
 '''
 
 SERVE = """
-import json, torch, importlib.util, torch_cudal1, torch_cudal1.runtime as rt
+import json, torch, importlib.util, torch_cudal1, torch_cudal1.counters as rt
 spec = importlib.util.spec_from_file_location("recipe", {recipe!r})
 recipe = importlib.util.module_from_spec(spec); spec.loader.exec_module(recipe)
 torch.manual_seed(0)

@@ -25,7 +25,7 @@ def compiles():
 c = torch.compile(m, backend="cudal1", options=opts)
 with torch.no_grad():
     errs = [(c(x) - m(x)).abs().max().item()]
-    from torch_cudal1 import worker
+    from torch_cudal1.serve import worker
     worker.wait_background(600)
     deadline = time.monotonic() + 300
     while MODE == "async" and not torch_cudal1.stats().get("async_swaps") \
@@ -43,7 +43,7 @@ print(json.dumps({"errs": errs, "stats": torch_cudal1.stats(), "compiled_in_call
 @pytest.mark.slow
 def test_async_swap_and_warm_start_of_an_inductor_winner_compile_nothing_in_a_call(tmp_path):
     from torch_cudal1.cache.store import CacheStore
-    from torch_cudal1.prepare import INDUCTOR_CACHE
+    from torch_cudal1.cache.winner import INDUCTOR_CACHE
     env = {"CUDAL1_CACHE_DIR": str(tmp_path / "cache"),
            "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor-a")}
     r = run_python(MODEL.replace("MODE", '"async"'), env=env)

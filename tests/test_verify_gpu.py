@@ -148,7 +148,7 @@ def test_torch_compile_candidates_leave_global_settings_alone_on_cuda():
     call, which the buffer-reuse check refuses (``lazy_output``; the H200, session 10): that is
     why the built-in engine replays inductor's code through its own CUDA-graph wrapper, whose
     candidates ``test_cudagraph_candidates_verify_on_gpu`` accepts."""
-    from torch_cudal1.baselines import baseline_candidate
+    from torch_cudal1.engines.baselines import baseline_candidate
     for name in ("inductor", "inductor-max-autotune", "inductor-reduce-overhead"):
         v, _ = evaluate(TASK, baseline_candidate(TASK, name), device="cuda", timeout_s=300,
                         time_budget_s=0.5)

@@ -27,7 +27,7 @@ def models():
 '''
 
 SERVE = """
-import json, torch, torch_cudal1, torch_cudal1.runtime as rt
+import json, torch, torch_cudal1, torch_cudal1.counters as rt
 import importlib.util
 spec = importlib.util.spec_from_file_location("recipe", {recipe!r})
 recipe = importlib.util.module_from_spec(spec); spec.loader.exec_module(recipe)

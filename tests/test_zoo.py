@@ -11,7 +11,7 @@ import torch
 
 from benchmarks.zoo_models import BY_NAME, ZOO, call, compare, compile_entry
 from helpers import FORBID_SEARCH, run_python
-from torch_cudal1.runtime import STATS
+from torch_cudal1.counters import STATS
 
 # The cheapest search: eager as the only baseline, no engine round, one input draw. New sizes
 # (generation) are served eagerly at once and not searched (no background worker outlives a
@@ -59,7 +59,7 @@ def test_model_matches_eager_and_is_searched(entry, zoo_cache):
 
 SECOND = FORBID_SEARCH + """
 import json, sys, torch
-import torch_cudal1.runtime as rt
+import torch_cudal1.counters as rt
 from benchmarks.zoo_models import BY_NAME, call, compare, compile_entry
 out = {}
 for name in NAMES:

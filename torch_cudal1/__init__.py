@@ -9,7 +9,7 @@ from .version import __version__
 
 def stats() -> dict:
     """Counters of this process: cache hits and misses, searches, evaluations, fallbacks."""
-    from .runtime import STATS
+    from .counters import STATS
     return dict(STATS)
 
 

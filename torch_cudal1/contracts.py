@@ -9,6 +9,8 @@ import dataclasses
 import hashlib
 from dataclasses import dataclass, field
 
+from .origin import Origin
+
 # Machine-readable rejection reasons. "ok" is the reason of an accepted verdict.
 REASONS = (
     "ok", "mismatch", "nan", "dtype", "shape", "stride", "lazy_output", "stale_output",
@@ -22,10 +24,18 @@ REASONS = (
 class Candidate:
     """Python source defining ``class ModelNew(nn.Module)`` plus where it came from."""
     source: str
-    origin: str                      # "baseline:eager", "builtin:diag_broadcast", "openai:r1s0", ...
+    origin: str                      # the text of an Origin: "baseline:eager", "openai:r1s0", ...
     round: int = 0
     sample: int = 0
     meta: dict = field(default_factory=dict)   # raw response, analysis, prompt hash, ...
+
+    def __post_init__(self):
+        self.origin = str(self.origin)   # an Origin is kept as its text: the form JSON carries
+
+    @property
+    def identity(self) -> Origin:
+        """``origin`` as a structured value (engine, base, rewrites, wrappers)."""
+        return Origin.parse(self.origin)
 
     @property
     def source_hash(self) -> str:

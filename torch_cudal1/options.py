@@ -1,6 +1,20 @@
 """Settings of the backend: defaults, ``CUDAL1_*`` environment variables, and ``options={...}``.
 
-Options passed to ``torch.compile`` win over the environment, which wins over the defaults.
+Options passed to ``torch.compile`` win over the environment, which wins over the defaults. Every
+option's variable is ``CUDAL1_`` and its name in upper case. The options are grouped by what they
+decide (``GROUPS``, the sections of docs/options.md, where each is explained):
+
+* ``serving``: where entries live and what runs on a miss;
+* ``search``: the search's budget;
+* ``families``: the built-in engine's candidate families (GPU);
+* ``arbiter``: what is served, timed in the user's process (GPU);
+* ``engines``: which engine proposes candidates, and how the LLM engines reach their model;
+* ``remote``: the shared cache tier;
+* ``diagnostics``: logs, progress, what is kept for inspection.
+
+Settings of the verifier's and the timing's processes rather than of one model are read from the
+environment only, and only here: ``env(name)`` (``ENV_ONLY`` lists them). No other module reads a
+``CUDAL1_*`` variable.
 """
 from __future__ import annotations
 
@@ -13,8 +27,9 @@ MODES = ("search", "cache-only", "async")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 FALLBACKS = ("eager", "inductor")
 NEW_SHAPES = ("background", "search", "generic")
-ENGINES = ("builtin", "openai", "vllm", "replay")
 COMPLETION_MODES = ("chat", "completion")
+SWITCHES = ("auto", "on", "off")
+GROUPS = ("serving", "search", "families", "arbiter", "engines", "remote", "diagnostics")
 
 
 def default_cache_dir() -> str:
@@ -22,7 +37,52 @@ def default_cache_dir() -> str:
     return os.path.join(base, "torch_cudal1")
 
 
-SECRET = {"secret": True}   # dataclass field metadata of options that never touch the disk
+# -- environment-only settings ----------------------------------------------------------------
+# name -> (default, meaning). docs/options.md ("Harness settings") explains each.
+ENV_ONLY = {
+    "CUDAL1_SANDBOX": ("auto", "OS sandbox of processes running candidate code: auto | bwrap | none"),
+    "CUDAL1_BWRAP": (None, "the bubblewrap executable (default: bwrap on PATH)"),
+    "CUDAL1_AUDIT": ("1", "0: no audit hook in the verifier's worker"),
+    "CUDAL1_DEVICE_LOCK": ("1", "0: timings of processes sharing a GPU may overlap"),
+    "CUDAL1_DEVICE_LOCK_DIR": (None, "where the per-GPU lock files live"),
+    "CUDAL1_VERIFY_FORKSERVER": ("auto", "verifier children forked from a template: auto | 1 | 0"),
+    "CUDAL1_VERIFY_FORKSERVER_IDLE_S": ("120", "an idle template exits after this many seconds"),
+    "CUDAL1_VERIFY_MEMORY_MB": (None, "the verifier child's address-space limit"),
+    "CUDAL1_VERIFY_KEEP_BYTES": (None, "the judge's budget for reference outputs, in bytes"),
+    "CUDAL1_TIMING_CPUS": (None, "host CPUs a timing moves its thread to"),
+    "CUDAL1_WORK_CPUS": (None, "CPUs builds and checks are restricted to"),
+    "CUDAL1_NATIVE": ("auto", "native timing helpers: auto (a prior build) | 1 (build) | 0"),
+    "CUDAL1_BUILD_CACHE_DIR": (None, "where candidates' builds and compiler caches live"),
+}
+_OFF = ("0", "false", "no", "off")
+_ON = ("1", "true", "yes", "on")
+
+
+def env(name: str, environ=None) -> str | None:
+    """The environment-only setting ``name`` (a key of ``ENV_ONLY``): its variable's value, or
+    its default where the variable is unset or empty."""
+    try:
+        default = ENV_ONLY[name][0]
+    except KeyError:
+        raise KeyError(f"{name} is not a CUDAL1_* setting (options.ENV_ONLY)") from None
+    value = (os.environ if environ is None else environ).get(name)
+    return default if value is None or value == "" else value
+
+
+def env_off(name: str, environ=None) -> bool:
+    """The setting says off (``0``, ``false``, ``no``, ``off``)."""
+    return str(env(name, environ)).strip().lower() in _OFF
+
+
+def env_on(name: str, environ=None) -> bool:
+    """The setting says on (``1``, ``true``, ``yes``, ``on``)."""
+    return str(env(name, environ)).strip().lower() in _ON
+
+
+def build_cache_dir() -> str:
+    """Where candidates' extension builds and their private compiler caches live."""
+    return env("CUDAL1_BUILD_CACHE_DIR") or os.path.join(default_cache_dir(), "build")
+
 
 # (option, lowest value, whether the lowest value itself is allowed)
 _RANGES = (("rounds", 0, True), ("samples", 1, True), ("time_budget_s", 0, False),
@@ -45,73 +105,109 @@ def auto_on_gpu(setting: str, device: str, applies: bool = True) -> bool:
     return setting == "on"
 
 
+def _opt(group: str, default=None, *, factory=None, secret: bool = False):
+    meta = {"group": group, "secret": secret}
+    if factory is not None:
+        return field(default_factory=factory, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
 @dataclass
 class Options:
-    cache_dir: str = field(default_factory=default_cache_dir)
-    engine: str = "builtin"          # builtin | openai | vllm | replay
-    engine_url: str | None = None    # OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1
-    model: str | None = None         # model name for the openai / vllm engines
-    replay_file: str | None = None   # transcript (jsonl) for the replay engine
-    mode: str = "search"             # search | cache-only | async
-    strict: bool = False             # raise instead of falling back
-    rounds: int = 2                  # engine rounds after the baselines
-    samples: int = 2                 # candidates asked for per round
-    time_budget_s: float = 600.0     # wall-clock budget of one graph's search
-    early_stop: int = 2              # stop after this many rounds without improvement
-    verify_timeout_s: float = 300.0  # one candidate's child process (build + checks + timing)
-    trials: int = 3                  # fresh input draws in verification
-    fallback: str = "eager"          # what runs when no verified winner is available
-    new_shapes: str = "background"   # a size not cached of a graph with dynamic shapes (or of a static graph met at another size): background (serve `generic` at once; search the size in a background worker from its second call, its winner swapped in) | search (search it inside forward, as `cudal1 warm` does) | generic (serve `generic`, search nothing)
-    generic: str = "inductor"        # what serves sizes not searched yet: inductor (with dynamic shapes where the graph has them: one build for every size) | eager
-    training: str = "inductor"       # graphs that need autograd: inductor | eager
-    baselines: str = "eager,inductor"  # comma-separated baselines measured first
-    aoti: str = "off"                # built-in AOTInductor candidates: off | auto (GPU only) | on
-    max_autotune: str = "auto"       # built-in candidate: the reference through inductor max-autotune (Triton GEMM/conv templates and reduction block sizes tuned on the device): auto (GPU, graphs with matrix products, convolutions or reductions, and no more distinct product/convolution shapes than verify_timeout_s can tune at ~20 s each) | on | off
-    tf32: str = "auto"               # float32 matrix products on TF32 tensor cores: auto (follows the user: where torch.get_float32_matmul_precision() is "high" or "medium", built-in TF32 candidates on a GPU for graphs with float32 products, verified at that precision) | on (explicit opt-in: proposed, and verified at "high", whatever the precision setting) | off (never; part of the cache key)
-    cudnn_benchmark: str = "auto"    # built-in candidates with cuDNN's autotuning (cudnn.benchmark) for their own calls: auto (GPU, graphs with convolutions) | on | off
-    channels_last: str = "auto"      # built-in candidates with the module's 4-D/5-D parameters and its inputs in the channels-last layout (tensor-core convolutions read NHWC): auto (GPU, graphs with 2-D or 3-D convolutions) | on | off
-    arbitrate: str = "auto"          # time the winner against the user's graph (eager, inductor) in-process: auto (GPU) | on | off
-    arbitrate_max_autotune: str = "auto"  # the arbiter also times the user's graph through inductor max-autotune (and, with arbitrate_cudagraph, replayed as a CUDA graph): auto (GPU, where the search's own max-autotune attempt came within 2x of its winner and its templates run on tensor cores: bf16/fp16, or TF32 allowed) | on | off; costs its compile (2-80 s per graph on real models)
-    arbitrate_cudagraph: str = "auto"  # the arbiter also times inductor's code on the user's graph replayed as a CUDA graph: auto (on a GPU) | on (the same; kept for scripts) | off
-    pair_reference: str = "auto"     # time the reference right after each candidate in the candidate's own verifier child, for speedups over eager free of the host's drift between children: auto (GPU) | on | off; costs up to one more timing window per candidate
-    log_level: str = "INFO"          # DEBUG | INFO | WARNING | ERROR
-    progress: bool = True            # one line per candidate on stderr
-    capture_limit_mb: float = 64.0   # real inputs larger than this are not stored as test vectors
-    keep_workdirs: str | None = None  # keep each search's verification work dirs (candidate source, child log with the compiler's output, builds) in a new folder under this one, instead of deleting them
-    parallel_builds: int = field(     # candidates of a round built + verified at once (timing stays serial)
-        default_factory=lambda: max(1, min(8, (os.cpu_count() or 2) // 2)))
-    # -- cache sharing (cache/, graph_runner) ---------------------------------------------------
-    lock_timeout_s: float = 1800.0    # wait this long for another process searching the same key, then fall back
-    trust_cache_dir: bool = False     # load code from a cache dir not owned by this user (env CUDAL1_TRUST_CACHE_DIR=1)
-    # -- LLM engines (openai / vllm / replay) --------------------------------------------------
-    api_key: str | None = field(      # bearer token for the server; env CUDAL1_API_KEY or OPENAI_API_KEY
-        default_factory=lambda: os.environ.get("OPENAI_API_KEY") or None, metadata=SECRET)
-    request_timeout_s: float = 600.0  # read timeout of one completion request
-    connect_timeout_s: float = 10.0   # connect timeout (and readiness probe)
-    retries: int = 3                  # retries on connection errors, 429 and 5xx (with backoff)
-    max_tokens: int = 8192            # completion length limit
-    temperature: float = 0.7          # sampling temperature (samples of one round must differ)
-    concurrency: int = 4              # requests in flight at once when n is sent as separate requests
-    completion_mode: str = "chat"     # chat (/v1/chat/completions) | completion (/v1/completions, raw template)
-    prompt_template: str | None = None  # raw template for completion mode; {prompt} is replaced
-    record_file: str | None = None    # record every engine request/response as a replay transcript
-    gpu_memory_utilization: float = 0.5  # in-process vLLM: share of GPU memory it may take
-    # -- shared cache tier across machines -----------------------------------------------------
-    remote_cache: str | None = field(  # e.g. redis://127.0.0.1:6379/0 (a password may be in it): read after the local dir, written after it
-        default=None, metadata=SECRET)
-    remote_timeout_s: float = 5.0     # connect/read timeout of one remote-cache operation
-    remote_secret: str | None = field(  # shared key: sign uploads, reject unsigned remote entries (env CUDAL1_REMOTE_SECRET)
-        default=None, metadata=SECRET)
+    """Every option of the backend, one flat namespace (``options={...}`` keys and ``CUDAL1_*``
+    names are the field names), in groups (``group_of``). One line each here; docs/options.md
+    explains them."""
+    # -- serving: where entries live and what runs on a miss ------------------------------------
+    cache_dir: str = _opt("serving", factory=default_cache_dir)
+    mode: str = _opt("serving", "search")            # search | cache-only | async
+    fallback: str = _opt("serving", "eager")         # what runs a graph without a winner: eager | inductor
+    new_shapes: str = _opt("serving", "background")  # an uncached size of a multi-size graph: background | search | generic
+    generic: str = _opt("serving", "inductor")       # what serves sizes not searched yet: inductor | eager
+    strict: bool = _opt("serving", False)            # raise instead of falling back
+    training: str = _opt("serving", "inductor")      # graphs that need autograd: inductor | eager
+    lock_timeout_s: float = _opt("serving", 1800.0)  # wait for another process searching the key, then fall back
+    trust_cache_dir: bool = _opt("serving", False)   # load code from a cache dir not owned by this user
+    # -- search: its budget ----------------------------------------------------------------------
+    baselines: str = _opt("search", "eager,inductor")  # comma-separated baselines timed first
+    rounds: int = _opt("search", 2)                  # engine rounds after the baselines
+    samples: int = _opt("search", 2)                 # candidates asked for per round
+    early_stop: int = _opt("search", 2)              # stop after this many rounds without improvement
+    time_budget_s: float = _opt("search", 600.0)     # wall-clock budget of one graph's search
+    verify_timeout_s: float = _opt("search", 300.0)  # one candidate's child (build + checks + timing)
+    trials: int = _opt("search", 3)                  # fresh input draws in verification
+    parallel_builds: int = _opt("search", factory=lambda: max(1, min(8, (os.cpu_count() or 2) // 2)))
+    # -- families: the built-in engine's candidate families, auto | on | off (auto: GPU, where the
+    #    graph has what the family is for) -------------------------------------------------------
+    tf32: str = _opt("families", "auto")             # float32 products on TF32 tensor cores (follows the user's precision; part of the key)
+    max_autotune: str = _opt("families", "auto")     # the reference through inductor max-autotune
+    cudnn_benchmark: str = _opt("families", "auto")  # cuDNN's algorithm autotuning for the candidate's calls
+    channels_last: str = _opt("families", "auto")    # parameters and inputs in the channels-last layout
+    aoti: str = _opt("families", "off")              # AOTInductor candidates
+    # -- arbiter: what is served, timed in the user's process, auto | on | off (auto: GPU) --------
+    arbitrate: str = _opt("arbiter", "auto")         # the winner against the user's graph (eager, inductor)
+    arbitrate_cudagraph: str = _opt("arbiter", "auto")     # ... and inductor's code replayed as a CUDA graph
+    arbitrate_max_autotune: str = _opt("arbiter", "auto")  # ... and inductor max-autotune on the user's graph
+    pair_reference: str = _opt("arbiter", "auto")    # eager timed in each candidate's own child too
+    # -- engines: who proposes candidates, and how the LLM engines reach their model ---------------
+    engine: str = _opt("engines", "builtin")         # a name of engines/registry.py
+    engine_url: str | None = _opt("engines")         # OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1
+    model: str | None = _opt("engines")              # model name for the openai / vllm engines
+    api_key: str | None = _opt("engines", secret=True,   # bearer token; default OPENAI_API_KEY
+                               factory=lambda: os.environ.get("OPENAI_API_KEY") or None)
+    request_timeout_s: float = _opt("engines", 600.0)  # read timeout of one completion request
+    connect_timeout_s: float = _opt("engines", 10.0)   # connect timeout (and readiness probe)
+    retries: int = _opt("engines", 3)                # on connection errors, 429 and 5xx (with backoff)
+    max_tokens: int = _opt("engines", 8192)          # completion length limit
+    temperature: float = _opt("engines", 0.7)        # sampling temperature (samples of one round must differ)
+    concurrency: int = _opt("engines", 4)            # requests in flight when n is sent as separate requests
+    completion_mode: str = _opt("engines", "chat")   # chat | completion (raw template)
+    prompt_template: str | None = _opt("engines")    # raw template for completion mode
+    gpu_memory_utilization: float = _opt("engines", 0.5)  # in-process vLLM: its share of GPU memory
+    replay_file: str | None = _opt("engines")        # transcript (jsonl) for the replay engine
+    record_file: str | None = _opt("engines")        # record every request/answer as a replay transcript
+    # -- remote: the shared cache tier ----------------------------------------------------------
+    remote_cache: str | None = _opt("remote", secret=True)   # redis://... (may hold a password)
+    remote_timeout_s: float = _opt("remote", 5.0)    # timeout of one remote-cache operation
+    remote_secret: str | None = _opt("remote", secret=True)  # signs uploads; unsigned entries refused
+    # -- diagnostics -------------------------------------------------------------------------------
+    log_level: str = _opt("diagnostics", "INFO")     # DEBUG | INFO | WARNING | ERROR
+    progress: bool = _opt("diagnostics", True)       # one line per candidate on stderr
+    capture_limit_mb: float = _opt("diagnostics", 64.0)  # larger real inputs are not kept as test vectors
+    keep_workdirs: str | None = _opt("diagnostics")  # keep each search's verification work dirs under this folder
 
     @classmethod
     def keys(cls) -> list[str]:
         return [f.name for f in dataclasses.fields(cls)]
 
     @classmethod
+    def group_of(cls, name: str) -> str:
+        return next(f.metadata["group"] for f in dataclasses.fields(cls) if f.name == name)
+
+    @classmethod
+    def groups(cls) -> dict[str, list[str]]:
+        """{group: [option names]}, in ``GROUPS`` order."""
+        out: dict = {g: [] for g in GROUPS}
+        for f in dataclasses.fields(cls):
+            out[f.metadata["group"]].append(f.name)
+        return out
+
+    @classmethod
     def secret_keys(cls) -> list[str]:
         """Options that must never be written to disk (tokens, keys, URLs that may hold a
         password): a child process gets them in its environment instead."""
         return [f.name for f in dataclasses.fields(cls) if f.metadata.get("secret")]
+
+    def secret_env(self) -> dict:
+        """The secret options that are set, as the ``CUDAL1_*`` variables of a child process."""
+        return {f"CUDAL1_{k.upper()}": str(getattr(self, k)) for k in self.secret_keys()
+                if getattr(self, k, None)}
+
+    @classmethod
+    def secrets_in(cls, environ) -> dict:
+        """The ``CUDAL1_*`` variables of secret options set in ``environ`` (what a child that
+        reads its other options from a file takes from its environment)."""
+        names = [f"CUDAL1_{k.upper()}" for k in cls.secret_keys()]
+        return {n: environ[n] for n in names if environ.get(n)}
 
     @classmethod
     def resolve(cls, options: dict | None = None, env: dict | None = None) -> "Options":
@@ -145,8 +241,9 @@ class Options:
             where = sources.get(name, f"option {name}")
             return OptionError(f"torch_cudal1: {where}={getattr(self, name)!r}: expected {expected}")
 
+        from .engines.registry import names as engines
         for name, allowed in (("mode", MODES), ("fallback", FALLBACKS), ("training", FALLBACKS),
-                              ("engine", ENGINES), ("completion_mode", COMPLETION_MODES),
+                              ("engine", engines()), ("completion_mode", COMPLETION_MODES),
                               ("new_shapes", NEW_SHAPES), ("generic", FALLBACKS)):
             if getattr(self, name) not in allowed:
                 raise bad(name, "one of " + ", ".join(allowed))
@@ -154,14 +251,13 @@ class Options:
         flag = str(self.arbitrate_cudagraph).strip().lower()
         self.arbitrate_cudagraph = {"true": "on", "1": "on", "yes": "on", "false": "off", "0": "off",
                                     "no": "off"}.get(flag, flag)
-        for name in ("aoti", "max_autotune", "tf32", "cudnn_benchmark", "channels_last", "arbitrate",
-                     "arbitrate_cudagraph", "arbitrate_max_autotune", "pair_reference"):
-            if getattr(self, name) not in ("auto", "on", "off"):
+        for name in self.groups()["families"] + self.groups()["arbiter"]:
+            if getattr(self, name) not in SWITCHES:
                 raise bad(name, "one of auto, on, off")
         if str(self.log_level).upper() not in LOG_LEVELS:
             raise bad("log_level", "one of " + ", ".join(LOG_LEVELS))
         self.log_level = str(self.log_level).upper()
-        from .baselines import BASELINES
+        from .engines.baselines import BASELINES
         names = self.baseline_names()
         unknown = [b for b in names if b not in BASELINES]
         if unknown or not names:

@@ -43,7 +43,7 @@ def render(task_name: str, device: str, summary: dict, attempts: list[Attempt], 
                    f"{_x(a.speedup_vs_inductor)} | {c.meta.get('prompt_hash') or '-'} |\n")
     for a in attempts:
         c, v = a.candidate, a.verdict
-        if c.origin.startswith("baseline:"):
+        if c.identity.is_baseline:
             continue
         out.append(f"\n## Round {c.round}, sample {c.sample}: {c.origin}\n\n")
         out.append(f"Verdict: {'accepted' if v.accepted else 'rejected (' + v.reason + ')'}"

@@ -208,19 +208,19 @@ def warm_unit(unit: WarmUnit, options: dict, device: str) -> dict:
     """Compile the unit's model with backend cudal1 and call it once under no_grad: every graph
     is looked up and searched on a miss. Returns {unit, keys, hits, misses, searches, fallbacks,
     seconds}."""
-    from . import runtime
+    from . import counters
     t0 = time.monotonic()
     model, sets, recipe_opts, dynamic = _materialize(unit)
     opts = dict(recipe_opts, **(options or {}))
     opts["mode"] = opts.get("mode") if opts.get("mode") in ("search", "cache-only") else "search"
     opts["new_shapes"] = "search"   # warming searches every size it names, inside the call
     model = model.to(device).eval()
-    seen, stats = len(runtime.SEEN_KEYS), dict(runtime.STATS)
+    seen, stats = len(counters.SEEN_KEYS), dict(counters.STATS)
     compile_and_call(model, sets, unit.index, opts, device, dynamic)
-    new = runtime.SEEN_KEYS[seen:]
+    new = counters.SEEN_KEYS[seen:]
 
     def delta(name: str) -> int:
-        return runtime.STATS.get(name, 0) - stats.get(name, 0)
+        return counters.STATS.get(name, 0) - stats.get(name, 0)
 
     return {"unit": unit.description, "id": unit.id, "keys": [k["key"] for k in new],
             "hits": sum(1 for k in new if k["hit"]), "misses": sum(1 for k in new if not k["hit"]),
@@ -231,14 +231,14 @@ def warm_unit(unit: WarmUnit, options: dict, device: str) -> dict:
 
 def peek_unit(unit: WarmUnit, options: dict, device: str) -> list[dict]:
     """The keys (with their fields) a unit asks for, without loading or searching anything."""
-    from . import runtime
-    from .graph_runner import PEEK
+    from . import counters
+    from .serve.graph_runner import PEEK
     model, sets, recipe_opts, dynamic = _materialize(unit)
     opts = dict(recipe_opts, **(options or {}), fallback="eager")
-    seen = len(runtime.SEEN_KEYS)
+    seen = len(counters.SEEN_KEYS)
     PEEK.active = True
     try:
         compile_and_call(model.to(device).eval(), sets, unit.index, opts, device, dynamic)
     finally:
         PEEK.active = False
-    return runtime.SEEN_KEYS[seen:]
+    return counters.SEEN_KEYS[seen:]

@@ -19,11 +19,13 @@ import tempfile
 import threading
 import time
 
+from ..options import env, env_off
+
 
 def lock_dir() -> str | None:
-    if os.environ.get("CUDAL1_DEVICE_LOCK", "1").lower() in ("0", "false", "no", "off"):
+    if env_off("CUDAL1_DEVICE_LOCK"):
         return None
-    return os.environ.get("CUDAL1_DEVICE_LOCK_DIR") or os.path.join(
+    return env("CUDAL1_DEVICE_LOCK_DIR") or os.path.join(
         tempfile.gettempdir(), f"cudal1-device-locks-{os.getuid()}")
 
 

@@ -1,4 +1,4 @@
-"""Native helpers (``torch_cudal1/csrc``): L2-flush kernel and a C++ output checker.
+"""Native helpers (sources in ``csrc/``): L2-flush kernel and a C++ output checker.
 
 ``build()`` compiles them with ``torch.utils.cpp_extension.load`` into the shared build cache
 (``<build cache>/native-<torch>-<cpu|cuda>``); it is called outside the verifier's child (the
@@ -23,7 +23,21 @@ from pathlib import Path
 
 import torch
 
-CSRC = Path(__file__).resolve().parents[1] / "csrc"
+from ..options import build_cache_dir, env
+
+
+
+def _sources() -> Path:
+    """The native sources: ``csrc/`` beside the package in a source checkout, the copy a wheel
+    installs as ``torch_cudal1/csrc/`` (setup.py) otherwise."""
+    package = Path(__file__).resolve().parents[1]
+    for d in (package.parent / "csrc", package / "csrc"):
+        if (d / "cudal1_native.cpp").is_file():
+            return d
+    return package.parent / "csrc"
+
+
+CSRC = _sources()
 _loaded: dict = {}
 
 
@@ -33,9 +47,8 @@ def _flavour() -> str:
 
 
 def build_dir(flavour: str | None = None) -> Path:
-    from ..verify.runner import default_build_cache_dir
     fl = flavour or _flavour()
-    return Path(default_build_cache_dir()).expanduser() / f"native-{torch.__version__}-{fl}"
+    return Path(build_cache_dir()).expanduser() / f"native-{torch.__version__}-{fl}"
 
 
 def _name(flavour: str) -> str:
@@ -62,7 +75,7 @@ def build(verbose: bool = False):
 
 def load(optional: bool = True):
     """The helpers module, or None (``optional``) when they are not built or are switched off."""
-    mode = os.environ.get("CUDAL1_NATIVE", "auto").lower()
+    mode = str(env("CUDAL1_NATIVE")).lower()
     if mode in ("0", "off", "false", "no"):
         return None
     fl = _flavour()

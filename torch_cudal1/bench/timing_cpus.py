@@ -19,6 +19,8 @@ import contextlib
 import os
 import resource
 
+from ..options import env
+
 
 def parse_cpus(spec: str | None) -> set[int]:
     """``"0-2,5"`` -> {0, 1, 2, 5}; empty or None -> empty set. Raises ValueError if malformed."""
@@ -35,7 +37,7 @@ def parse_cpus(spec: str | None) -> set[int]:
 
 
 def _env_cpus(name: str) -> tuple[set[int], str]:
-    spec = os.environ.get(name, "")
+    spec = env(name) or ""
     try:
         return parse_cpus(spec), ""
     except ValueError as e:

@@ -19,6 +19,7 @@ import json
 import os
 import time
 
+from ..counters import STATS
 from ..log import logger
 from .store import CacheEntry, CacheStore
 
@@ -59,7 +60,6 @@ def check(store: CacheStore, entry: CacheEntry, device: str, *, reference=None,
     ``reference(*inputs)``: this machine's own computation of the entry's graph (the user's
     graph: trusted code, run in this process). ``inputs``: inputs of the real call, used when the
     entry stores no test vectors."""
-    from ..runtime import STATS
     from .vectors import WinnerRunError, compare_outputs, run_winner, stored_vectors
     STATS["foreign_checks"] += 1
     try:
@@ -117,7 +117,6 @@ def mark(store: CacheStore, entry: CacheEntry, device: str, how: str) -> None:
 
 def refuse(store: CacheStore, entry: CacheEntry, why: str) -> tuple[bool, str]:
     """Quarantine ``entry`` with one warning that says why; (False, why)."""
-    from ..runtime import STATS
     STATS["foreign_refused"] += 1
     logger.warning("cache entry %s from %s refused: %s; quarantined, not served", entry.key,
                    _origin(entry), why)

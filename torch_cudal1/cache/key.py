@@ -1,4 +1,11 @@
-"""Cache keys: graph identity + input metadata + device + versions + numerics flags."""
+"""Cache keys: graph identity + input metadata + device + versions + numerics flags.
+
+The only builder of keys: serving (a graph), ``cudal1 optimize`` (a task file: ``task_key``) and
+every check of an entry's key call ``key_fields`` and ``cache_key`` here. ``versions`` holds the
+software that decides what a search finds: torch, CUDA, Triton, cudal1, the cache format, and the
+source hash of every rewrite pass (``rewrites.pass_hashes``), so that changing a pass's code
+gives new keys without a version bump.
+"""
 from __future__ import annotations
 
 import functools
@@ -43,8 +50,9 @@ def software_versions() -> dict:
         triton_version = triton.__version__
     except Exception:  # noqa: BLE001 - triton is optional on CPU
         triton_version = None
+    from ..rewrites import pass_hashes
     return {"torch": torch.__version__, "cuda": torch.version.cuda, "triton": triton_version,
-            "cudal1": __version__, "format": CACHE_FORMAT}
+            "cudal1": __version__, "format": CACHE_FORMAT, "rewrites": pass_hashes()}
 
 
 def numerics_flags(tf32: str = "auto") -> dict:
@@ -68,6 +76,15 @@ def key_fields(graph_id: str, inputs_meta: list, device: str, tf32: str = "auto"
 def cache_key(fields: dict) -> str:
     blob = json.dumps(fields, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+
+def task_key(task, device: str, tf32: str = "auto") -> tuple[str, dict]:
+    """(key, fields) of a KernelBench task file: its source stands for the graph, and its
+    ``get_inputs()`` for the inputs, on this device."""
+    inputs = task.load().get_inputs()
+    graph_id = "src:" + hashlib.sha256(task.source.encode()).hexdigest()
+    fields = key_fields(graph_id, input_metadata(inputs), device, tf32)
+    return cache_key(fields), fields
 
 
 @functools.lru_cache(maxsize=None)

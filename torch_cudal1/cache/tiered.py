@@ -14,6 +14,7 @@ import shutil
 import time
 from pathlib import Path
 
+from ..counters import STATS
 from .key import cache_key
 from .remote import BadBlob, RemoteTier, redact_url, tier_for, unpack
 from .store import META, CacheEntry, CacheStore, CorruptEntry
@@ -47,7 +48,6 @@ class TieredStore(CacheStore):
         got = self.remote.fetch(key)
         if got is None or not self._install(key, *got):
             return None
-        from ..runtime import STATS
         STATS["remote_hits"] += 1
         entry = super().load(key, *args, **kwargs)
         if entry is not None:
@@ -102,4 +102,15 @@ class TieredStore(CacheStore):
         return entry
 
 
-__all__ = ["TieredStore"]
+def store_for(options) -> CacheStore:
+    """The cache of ``options``: its local dir, and with ``remote_cache`` set the same dir backed
+    by the shared tier."""
+    store = CacheStore(options.cache_path)
+    url = getattr(options, "remote_cache", None)
+    if url:
+        store = TieredStore.from_url(store, url, getattr(options, "remote_timeout_s", 5.0),
+                                     getattr(options, "remote_secret", None))
+    return store
+
+
+__all__ = ["TieredStore", "store_for"]

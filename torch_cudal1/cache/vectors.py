@@ -90,20 +90,6 @@ def _write_inputs(path: Path, inputs: list) -> None:
     save_file(tensors, str(path), metadata={"n": str(len(inputs)), "scalars": json.dumps(scalars)})
 
 
-def _child_limits(memory_limit_mb: float | None):
-    from ..harness.audit import set_memory_limit
-
-    def apply() -> None:
-        os.setsid()                        # its own group: a timeout kills all it started
-        try:
-            import ctypes
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # die with us
-        except (OSError, AttributeError):
-            pass
-        set_memory_limit(memory_limit_mb)
-    return apply
-
-
 def run_winner(entry_dir: str | Path, device: str, inputs: list, *,
                timeout_s: float = 600.0) -> list:
     """The winner of ``entry_dir``'s outputs on ``inputs`` (on ``device``), computed in a child
@@ -111,6 +97,7 @@ def run_winner(entry_dir: str | Path, device: str, inputs: list, *,
     from safetensors.torch import load_file
 
     from ..verify import os_sandbox
+    from ..verify.process import child_limits
     from ..verify.runner import child_env
     wd = Path(tempfile.mkdtemp(prefix="cudal1-winner-run-"))
     try:
@@ -136,7 +123,7 @@ def run_winner(entry_dir: str | Path, device: str, inputs: list, *,
         with open(wd / "child.log", "wb") as log:
             proc = subprocess.Popen(argv, cwd=str(wd), env=env, stdin=subprocess.PIPE,
                                     stdout=log, stderr=subprocess.STDOUT,
-                                    preexec_fn=_child_limits(memory))
+                                    preexec_fn=child_limits(memory))
             try:
                 proc.stdin.write((nonce + "\n").encode())
                 proc.stdin.close()
@@ -215,7 +202,7 @@ def _child(wd: Path) -> dict:
         from safetensors.torch import load_file, save_file
 
         from ..harness import audit
-        from ..runtime import instantiate
+        from .winner import instantiate
         from .store import WINNER
         device = req["device"]
         entry = Path(req["entry"])

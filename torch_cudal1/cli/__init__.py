@@ -9,12 +9,10 @@ import argparse
 import importlib
 import sys
 
+from ._common import UsageError
+
 SUBCOMMAND_MODULES = ("demo_cmd", "optimize_cmd", "verify_cmd", "bench_cmd", "engine_cmd", "cache_cmd",
                       "warm_cmd")
-
-
-class UsageError(Exception):
-    """Exit code 2: bad arguments or a setup problem (missing file, no GPU for --device cuda)."""
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -7,7 +7,10 @@ import argparse
 import re
 from pathlib import Path
 
-from . import UsageError
+
+class UsageError(Exception):
+    """Exit code 2: bad arguments or a setup problem (missing file, no GPU for --device cuda)."""
+
 
 CACHE_DIR_HELP = ("cache directory (default: CUDAL1_CACHE_DIR, else $XDG_CACHE_HOME/torch_cudal1 "
                   "or ~/.cache/torch_cudal1); accepted before or after the command")
@@ -88,7 +91,7 @@ def writable_store(opts):
     """The cache store of ``opts`` (with its remote tier), its directories created; a UsageError
     when the cache dir cannot be written."""
     from ..cache.store import CacheDirError
-    from ..runtime import store_for
+    from ..cache.tiered import store_for
     store = store_for(opts)
     try:
         store.ensure_writable()

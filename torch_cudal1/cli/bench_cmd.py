@@ -32,13 +32,14 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from ..baselines import baseline_candidate
+    from ..engines.baselines import baseline_candidate
     from ..contracts import Candidate
+    from ..origin import Origin
     from ..verify import evaluate
-    from . import UsageError
-    from ._common import build_dir, check_device, load_task, read_file
+    from ._common import UsageError, build_dir, check_device, load_task, read_file
     task = load_task(args.task)
-    cands = [Candidate(read_file(c, "candidate file"), origin=f"file:{c}") for c in args.candidates]
+    cands = [Candidate(read_file(c, "candidate file"), origin=Origin("file", c))
+             for c in args.candidates]
     device = check_device(args.device)
     try:
         entries = [(n, baseline_candidate(task, n)) for n in args.baselines.split(",") if n.strip()]

@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import UsageError
+from ._common import UsageError
 
 
 def register(sub) -> None:
@@ -248,7 +248,7 @@ def cmd_rm(args) -> int:
 
 
 def cmd_prune(args) -> int:
-    from ..worker import clean_jobs
+    from ..serve.worker import clean_jobs
     store = _store(args)
     older = parse_duration(args.older_than) if args.older_than else None
     max_size = parse_size(args.max_size) if args.max_size is not None else None
@@ -303,6 +303,7 @@ def cmd_prune(args) -> int:
 def cmd_verify(args) -> int:
     from ..cache.vectors import check_vectors
     from ..contracts import Candidate
+    from ..origin import Origin
     from ..task import Task
     from ..verify import evaluate
 
@@ -327,9 +328,9 @@ def cmd_verify(args) -> int:
         else:
             task = Task.from_file(entry.path / "task.py")
             with tempfile.TemporaryDirectory(prefix="cudal1-cache-verify-") as wd:
-                verdict, _ = evaluate(task, Candidate(entry.winner_source, origin=f"cache:{key}"),
-                                      device=device, trials=args.trials, timeout_s=args.timeout,
-                                      time_it=False, workdir=wd)
+                cand = Candidate(entry.winner_source, origin=Origin("cache", key))
+                verdict, _ = evaluate(task, cand, device=device, trials=args.trials,
+                                      timeout_s=args.timeout, time_it=False, workdir=wd)
             r["verdict"] = verdict.to_json()
             vec = check_vectors(entry.path, device, timeout_s=args.timeout)
             r["vectors"] = vec
@@ -468,7 +469,7 @@ def _remote_tier(args):
 def _task_key_fields(path: str, device: str) -> dict:
     from ..options import Options
     from ..task import Task
-    from .optimize_cmd import task_key
+    from ..cache.key import task_key
     key, fields = task_key(Task.from_file(path), device, Options.resolve().tf32)
     return {"key": key, "fields": fields}
 

@@ -6,7 +6,7 @@ import json
 import shlex
 import sys
 
-from . import UsageError
+from ._common import UsageError
 
 
 def register(sub) -> None:

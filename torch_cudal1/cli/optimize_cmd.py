@@ -7,21 +7,21 @@ usage errors.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 from pathlib import Path
 
-from . import UsageError
+from ._common import UsageError
 
 
 def register(sub) -> None:
+    from ..engines.registry import names as engine_names
     from ._common import add_device, add_parser
     p = add_parser(sub, "optimize", __doc__, help="search, verify and cache the fastest "
                                                   "implementation of a KernelBench-format task file")
     p.add_argument("task", help="task file (class Model, get_inputs, get_init_inputs)")
     add_device(p)
-    p.add_argument("--engine", choices=("builtin", "openai", "vllm", "replay"), default=None,
+    p.add_argument("--engine", choices=engine_names(), default=None,
                    help="default: CUDAL1_ENGINE or builtin")
     p.add_argument("--url", default=None, help="OpenAI-compatible server URL (CUDAL1_ENGINE_URL)")
     p.add_argument("--model", default=None, help="model name (CUDAL1_MODEL)")
@@ -49,16 +49,6 @@ def _options(args):
                            args)
 
 
-def task_key(task, device: str, tf32: str = "auto") -> tuple[str, dict]:
-    """The cache key of a task file: its source and its inputs' metadata on this device."""
-    from ..cache.key import cache_key, input_metadata, key_fields
-    mod = task.load()
-    inputs = mod.get_inputs()
-    graph_id = "src:" + hashlib.sha256(task.source.encode()).hexdigest()
-    fields = key_fields(graph_id, input_metadata(inputs), device, tf32)
-    return cache_key(fields), fields
-
-
 def _print_result(summary: dict, *, cache_hit: bool, as_json: bool, extra: dict) -> None:
     s = summary
     head = "cache hit: " if cache_hit else ""
@@ -79,12 +69,15 @@ def _write_report(path, task, device, summary, attempts, cache_hit) -> None:
 
 
 def run(args) -> int:
-    from ..runtime import store_for
+    from ..cache.key import task_key
+    from ..cache.tiered import store_for
     from ..contracts import Attempt
     from ..log import configure
+    from ..search import SearchError
+    from ..search.transaction import HIT, STORED, search_and_store
     from ..task import Task
-
     from ._common import resolve_device
+
     opts = _options(args)
     configure(opts.log_level)
     path = Path(args.task)
@@ -98,7 +91,18 @@ def run(args) -> int:
         raise UsageError(f"cannot load task {path}: {type(e).__name__}: {e}") from None
     store = store_for(opts)
 
-    def hit(entry) -> int:
+    def progress(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    try:
+        done = search_and_store(store, key, fields, task, opts, device,
+                                check=lambda e: _checked(store, e, task, device, opts),
+                                progress=progress)
+    except SearchError as e:
+        print(f"cudal1: search failed: {e}", file=sys.stderr)
+        return 1
+    if done.status == HIT:
+        entry = done.entry
         summary = dict(entry.meta.get("summary") or {}, key=key)
         summary.setdefault("winner_origin", entry.winner_origin)
         print(f"cache hit: {key} ({entry.path}); no search run", file=sys.stderr, flush=True)
@@ -107,16 +111,18 @@ def run(args) -> int:
             _write_report(args.report, task, device, summary, attempts, True)
         _print_result(summary, cache_hit=True, as_json=args.json, extra={"cached": True})
         return 0
-
-    entry = _checked(store, store.load(key), task, device, opts)
-    if entry is not None:
-        return hit(entry)
-    with store.lock(key):
-        # another process may have finished the same search meanwhile
-        entry = _checked(store, store.load(key), task, device, opts)
-        if entry is not None:
-            return hit(entry)
-        return _search_and_store(args, opts, task, device, key, fields, store)
+    result, cached = done.result, done.status == STORED
+    if cached:
+        print(f"cached as {key} in {store.root}", file=sys.stderr, flush=True)
+    else:
+        # A search cut short by the engine is not the answer for this key: report the best
+        # verified implementation found, but leave the cache empty so a later run retries.
+        print(f"cudal1: search incomplete ({result.stop_reason}); best verified result "
+              f"reported, nothing cached", file=sys.stderr, flush=True)
+    if args.report:
+        _write_report(args.report, task, device, result.summary(), result.attempts, False)
+    _print_result(result.summary(), cache_hit=False, as_json=args.json, extra={"cached": cached})
+    return 0 if cached else 1
 
 
 def _checked(store, entry, task, device: str, opts):
@@ -126,8 +132,9 @@ def _checked(store, entry, task, device: str, opts):
     if entry is None or not foreign.needs_check(store, entry):
         return entry
     from ..contracts import Candidate
+    from ..origin import Origin
     from ..verify import evaluate
-    verdict, _ = evaluate(task, Candidate(entry.winner_source, origin=f"cache:{entry.key}"),
+    verdict, _ = evaluate(task, Candidate(entry.winner_source, origin=Origin("cache", entry.key)),
                           device=device, trials=1, time_it=False,
                           timeout_s=opts.verify_timeout_s)
     if not verdict.accepted:
@@ -136,36 +143,3 @@ def _checked(store, entry, task, device: str, opts):
         return None
     foreign.mark(store, entry, device, "task verification")
     return entry
-
-
-def _search_and_store(args, opts, task, device, key, fields, store) -> int:
-    from ..entry import store_search_result
-    from ..search import SearchError, run_search
-
-    def progress(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
-    try:
-        result = run_search(task, opts, device, key=key, progress=progress)
-    except SearchError as e:
-        print(f"cudal1: search failed: {e}", file=sys.stderr)
-        return 1
-    try:
-        summary = result.summary()
-        cached = False
-        if result.complete:
-            store_search_result(store, key, fields, task, result, device,
-                                capture_limit_mb=opts.capture_limit_mb)
-            cached = True
-            print(f"cached as {key} in {store.root}", file=sys.stderr, flush=True)
-        else:
-            # A search cut short by the engine is not the answer for this key: report the best
-            # verified implementation found, but leave the cache empty so a later run retries.
-            print(f"cudal1: search incomplete ({result.stop_reason}); best verified result "
-                  f"reported, nothing cached", file=sys.stderr, flush=True)
-        if args.report:
-            _write_report(args.report, task, device, summary, result.attempts, False)
-        _print_result(summary, cache_hit=False, as_json=args.json, extra={"cached": cached})
-        return 0 if result.complete else 1
-    finally:
-        result.cleanup()

@@ -38,17 +38,18 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from ..contracts import Candidate
+    from ..origin import Origin
     from ..verify import evaluate
     from ._common import build_dir, check_device, load_task, read_file
     if args.trials < 1:
-        from . import UsageError
+        from ._common import UsageError
         raise UsageError("--trials must be at least 1")
     task = load_task(args.task)
     source = read_file(args.candidate, "candidate file")
     device = check_device(args.device)
     # One candidate: a fork-server template (started in the background) would never be used.
     os.environ.setdefault("CUDAL1_VERIFY_FORKSERVER", "0")
-    verdict, timing = evaluate(task, Candidate(source, origin=f"file:{args.candidate}"),
+    verdict, timing = evaluate(task, Candidate(source, origin=Origin("file", args.candidate)),
                                device=device, trials=args.trials, timeout_s=args.timeout,
                                time_it=not args.no_time, check_stride=args.check_stride,
                                pair_reference=args.speedup, precision=args.precision,

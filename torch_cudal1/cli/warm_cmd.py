@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import UsageError
+from ._common import UsageError
 
 
 def register(sub) -> None:
@@ -216,9 +216,10 @@ def _init_worker(gpu_ids, device: str, log_queue=None) -> None:
 def cpu_plan(gpus: list[str]) -> dict[str, tuple[str, str]]:
     """GPU -> (timing CPUs, work CPUs): one physical core per distinct GPU for its timings, the
     rest for every worker's builds. Empty when the user set the CPUs or the host is too small."""
-    if os.environ.get("CUDAL1_TIMING_CPUS") or os.environ.get("CUDAL1_WORK_CPUS"):
-        return {}
     from ..bench.timing_cpus import fmt, plan
+    from ..options import env
+    if env("CUDAL1_TIMING_CPUS") or env("CUDAL1_WORK_CPUS"):
+        return {}
     distinct = list(dict.fromkeys(gpus))
     try:
         timing, work = plan(len(distinct))

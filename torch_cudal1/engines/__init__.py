@@ -1,14 +1,21 @@
-"""Engines turn (task, history) into candidate sources. Each engine module imports its own optional
-dependencies lazily, so ``create`` works with only what the chosen engine needs."""
+"""Engines turn (task, history) into candidate sources; nothing here runs candidate code.
+
+``registry``: the engines by name (adding one: a module and one line there); ``baselines``: the
+task's own Model and its torch.compile'd variants as candidates; ``builtin``: model-free
+candidates; ``llm``: the LLM engines and their contrastive prompt; ``replay``: recorded answers.
+Each engine module imports its own optional dependencies lazily, so ``create`` works with only
+what the chosen engine needs.
+"""
 from __future__ import annotations
 
 from .base import Engine, EngineError, SearchContext
+from .registry import engine_class, names
 
 
 def create(options) -> Engine:
     """Build the engine named by ``options.engine``; with ``record_file`` set, every round's
     request and answers are also appended to that transcript (replay it with engine=replay)."""
-    engine = _create(options)
+    engine = engine_class(options.engine)(options)
     record = getattr(options, "record_file", None)
     if record:
         from .replay import RecordingEngine
@@ -16,21 +23,4 @@ def create(options) -> Engine:
     return engine
 
 
-def _create(options) -> Engine:
-    name = options.engine
-    if name == "builtin":
-        from .builtin import BuiltinEngine
-        return BuiltinEngine(options)
-    if name == "openai":
-        from .openai_engine import OpenAIEngine
-        return OpenAIEngine(options)
-    if name == "vllm":
-        from .vllm_engine import VLLMEngine
-        return VLLMEngine(options)
-    if name == "replay":
-        from .replay import ReplayEngine
-        return ReplayEngine(options)
-    raise ValueError(f"unknown engine {name!r}")
-
-
-__all__ = ["Engine", "EngineError", "SearchContext", "create"]
+__all__ = ["Engine", "EngineError", "SearchContext", "create", "engine_class", "names"]

@@ -24,6 +24,9 @@ class SearchContext:
 
 class Engine:
     name = "engine"
+    # The search keeps at most ``samples`` of a round's candidates; an engine whose rounds are
+    # a fixed, small set of its own (the built-in one) has them all verified.
+    bounded_by_samples = True
 
     def propose(self, task: Task, history: list[Attempt], ctx: SearchContext) -> list[Candidate]:
         """Return up to ``ctx.samples`` candidates (fewer, or none, when it has nothing new)."""

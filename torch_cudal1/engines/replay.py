@@ -21,7 +21,8 @@ import threading
 import time
 from pathlib import Path
 
-from .. import prompts
+from ..origin import Origin
+from .llm import prompts
 from .base import Engine, EngineError, SearchContext
 
 KIND = "cudal1-transcript"
@@ -103,7 +104,7 @@ class ReplayEngine(Engine):
         records.sort(key=lambda r: int(r.get("sample", 0)))
         cands = []
         for i, r in enumerate(records[: max(1, ctx.samples)]):
-            c = prompts.make_candidate(r.get("response") or "", f"replay:r{ctx.round}s{i}",
+            c = prompts.make_candidate(r.get("response") or "", Origin.sampled(self.name, ctx.round, i),
                                        reasoning=r.get("reasoning"),
                                        prompt_digest=r.get("prompt_hash", ""),
                                        extra={"engine": self.name, "recorded_by": r.get("engine"),
@@ -120,6 +121,7 @@ class RecordingEngine(Engine):
         self.inner = inner
         self.path = path
         self.name = inner.name
+        self.bounded_by_samples = inner.bounded_by_samples
         self._lock = threading.Lock()
 
     def propose(self, task, history, ctx: SearchContext):

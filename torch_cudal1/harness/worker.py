@@ -6,17 +6,22 @@ replying with what it saw. It holds no reference, no tolerance, no verdict and n
 relies on: whatever the candidate does to this process, the judge only learns facts from it and
 reads the outputs from shared memory itself.
 
-It loads the modules a serving process has loaded (``torch_cudal1.graph_runner`` and what it
-imports), so code that behaves differently depending on which of cudal1's modules are present sees
-the same set here as when it is served.
+It loads the modules a serving process has loaded (``SERVING_MODULES`` and what they import),
+so code that behaves differently depending on which of cudal1's modules are present sees the same
+set here as when it is served. Nothing of them is used: they are loaded by name, not imported as
+dependencies of this module.
 """
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import time
 
 sys.dont_write_bytecode = True
+
+# What a serving process has loaded (the graph runner), and one that searched (the verifier).
+SERVING_MODULES = ("torch_cudal1.serve.graph_runner", "torch_cudal1.verify")
 
 
 def _load(path: str, name: str):
@@ -33,8 +38,8 @@ def main() -> None:
     # What every candidate needs, before the setup arrives (the judge builds its reference
     # meanwhile): torch, the device's context, the modules a serving process has loaded.
     import torch
-    import torch_cudal1.graph_runner  # noqa: F401 - what a serving process has loaded
-    import torch_cudal1.verify  # noqa: F401 - and one that searched
+    for name in SERVING_MODULES:
+        importlib.import_module(name)
     from . import audit, calls, guards, state  # noqa: F401
     if len(sys.argv) > 4 and sys.argv[4].startswith("cuda"):
         try:
@@ -56,6 +61,7 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
     t0 = time.monotonic()
     import torch
     from .. import global_settings
+    from ..options import env
     from . import audit, guards
     from .calls import Inputs, Runner, Slots, quiet_cpu
     from .errors import chain_text
@@ -91,7 +97,7 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
         finally:
             os._exit(0)
 
-    if os.environ.get("CUDAL1_AUDIT", "1") != "0":
+    if env("CUDAL1_AUDIT") != "0":
         audit.install(setup.get("write_roots", []), violation, shared=not setup.get("isolate"))
     phases["start_s"] = round(time.monotonic() - t0, 3)
     t1 = time.monotonic()

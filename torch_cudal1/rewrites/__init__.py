@@ -4,11 +4,19 @@ Each rewrite is a small module with ``run(gm) -> changes``; ``apply_rewrites`` r
 fixed point, re-propagating fake values between passes and removing dead code after each, and
 reports which ones fired. A rewrite that only re-describes memory (views) does not count as
 firing: the built-in engine proposes a rewritten graph only when real work was removed.
+
+Every pass carries the hash of its source (``Pass.source_hash``: its module and the rewrite and
+template modules it imports), and the cache key holds them all (``pass_hashes``): a changed pass
+makes new keys, so entries found with the old one are searched again, with no version to bump.
 """
 from __future__ import annotations
 
+import ast
 import copy
+import hashlib
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, NamedTuple
 
 import torch.fx as fx
 
@@ -16,8 +24,85 @@ from . import (attention, attention_tf32, avg_pool, cleanup, conv_transpose, cse
                matrix_chain, outputs, size_one, sum_of_product, value_range)
 from ._util import dead_code
 
-# (name, pass, counts as removing work)
-PASSES = [
+class Pass(NamedTuple):
+    name: str
+    run: Callable            # run(gm) -> number of changes
+    removes_work: bool       # firing counts as removing work (else: it moves work to other kernels)
+
+    @property
+    def source_hash(self) -> str:
+        """Hash of the source that decides what this pass does (``hash_sources``)."""
+        return _hash_of(self.run.__module__)
+
+
+# Sources a pass's result depends on besides its own module: the helpers and templates it imports.
+_HASHED_PACKAGES = ("torch_cudal1.rewrites", "torch_cudal1.templates")
+_HASHES: dict = {}
+
+
+def _module_file(name: str) -> Path | None:
+    """The source file of the package's module ``name``, or None (not a module of the package)."""
+    root = Path(__file__).resolve().parents[1]        # the torch_cudal1 package
+    parts = name.split(".")
+    if parts[0] != root.name:
+        return None
+    base = root.joinpath(*parts[1:])
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    """The modules of ``_HASHED_PACKAGES`` that the module ``name`` (at ``path``) imports."""
+    package = name.rsplit(".", 1)[0]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
+            for alias in node.names:
+                for cand in (f"{base}.{alias.name}", base):
+                    if cand.startswith(_HASHED_PACKAGES) and _module_file(cand) is not None:
+                        out.add(cand)
+                        break
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name.startswith(_HASHED_PACKAGES))
+    return out
+
+
+def hash_sources(module: str, read=lambda path: path.read_bytes()) -> str:
+    """sha256 (16 hex digits) of ``module``'s source and of every rewrite or template module it
+    imports, transitively. ``read(path) -> bytes`` reads a file (tests change what it reads)."""
+    seen: dict[str, Path] = {}
+    todo = [module]
+    while todo:
+        name = todo.pop()
+        path = _module_file(name)
+        if name in seen or path is None or path.suffix != ".py":
+            continue
+        seen[name] = path
+        todo.extend(_imports(name, path) - set(seen))
+    h = hashlib.sha256()
+    for name in sorted(seen):
+        h.update(name.encode() + b"\0" + read(seen[name]) + b"\0")
+    return h.hexdigest()[:16]
+
+
+def _hash_of(module: str) -> str:
+    if module not in _HASHES:
+        _HASHES[module] = hash_sources(module)
+    return _HASHES[module]
+
+
+def pass_hashes() -> dict[str, str]:
+    """{pass name: source hash} of every pass: part of every cache key."""
+    return {p.name: p.source_hash for p in PASSES}
+
+
+PASSES = [Pass(*p) for p in [
     ("noop_dropout", cleanup.noop_dropout, True),
     ("identity_views", cleanup.identity_views, False),
     ("needless_copies", cleanup.needless_copies, True),
@@ -37,7 +122,7 @@ PASSES = [
     # not less work either: a Triton template for layer and group norms over long rows (GPU graphs)
     ("long_row_layer_norm", long_rows.run, True),
     ("long_row_group_norm", long_rows.run_group, True),
-]
+]]
 NAMES = [p[0] for p in PASSES]
 # Passes that move work to other kernels rather than remove it: whether that is faster depends on
 # the device and the shapes, so the built-in engine proposes the graph both with and without them.
@@ -95,4 +180,5 @@ def apply_rewrites(gm: fx.GraphModule, only: list[str] | None = None,
     return RewriteResult(gm, counts)
 
 
-__all__ = ["apply_rewrites", "RewriteResult", "PASSES", "NAMES", "KERNEL_CHOICE", "TF32_ONLY"]
+__all__ = ["apply_rewrites", "hash_sources", "KERNEL_CHOICE", "NAMES", "Pass", "PASSES",
+           "pass_hashes", "RewriteResult", "TF32_ONLY"]

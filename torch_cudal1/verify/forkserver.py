@@ -40,19 +40,21 @@ import tempfile
 import threading
 import time
 
+from ..options import env
+from .process import child_limits
+
 _MAX_SERVERS = 4
 _START_LIMIT_S = 120.0   # a template not ready by then is given up
 _JOIN_LIMIT_S = 30.0     # auto: a starting template is waited for this long, then a fresh child
 # A template with nothing to do for this long exits (a clean exit, not a failure: the next
 # verification starts another), so that a process that compiled its model at start does not keep
 # an interpreter with torch's compile stack (0.4 GB and more) for the rest of its life.
-_IDLE_ENV = "CUDAL1_VERIFY_FORKSERVER_IDLE_S"
 _IDLE_DEFAULT_S = 120.0
 
 
 def _idle_seconds() -> float:
     try:
-        return max(1.0, float(os.environ.get(_IDLE_ENV) or _IDLE_DEFAULT_S))
+        return max(1.0, float(env("CUDAL1_VERIFY_FORKSERVER_IDLE_S")))
     except ValueError:
         return _IDLE_DEFAULT_S
 
@@ -60,7 +62,7 @@ def _idle_seconds() -> float:
 def mode() -> str:
     """``off``, ``auto`` (start the template where verifications come in numbers, wait for it
     while it starts) or ``always`` (wait for it, up to ``_START_LIMIT_S``)."""
-    m = os.environ.get("CUDAL1_VERIFY_FORKSERVER", "auto").lower()
+    m = str(env("CUDAL1_VERIFY_FORKSERVER")).lower()
     if m in ("0", "false", "no", "off"):
         return "off"
     if m in ("1", "true", "yes", "on"):
@@ -181,12 +183,11 @@ class _Keeper(threading.Thread):
         return result
 
     def run(self) -> None:
-        from .runner import _limits
         while True:
             argv, env, err, done = self.jobs.get()
             try:
                 done.put(subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
-                                          stdout=err, stderr=err, preexec_fn=_limits(None)))
+                                          stdout=err, stderr=err, preexec_fn=child_limits(None)))
             except BaseException as e:  # noqa: BLE001 - handed to the caller
                 done.put(e)
 
@@ -286,8 +287,7 @@ def discard(srv: ForkServer) -> None:
 def _child_main(msg: dict, fds: list[int]) -> None:
     """In the forked child: become the fresh verifier child that ``msg`` describes."""
     try:
-        from .runner import _limits
-        _limits(msg.get("memory_limit_mb"))()
+        child_limits(msg.get("memory_limit_mb"))()
         os.dup2(fds[0], 0)
         os.dup2(fds[1], 1)
         os.dup2(fds[1], 2)

@@ -55,7 +55,7 @@ from . import os_sandbox
 from .compare import ELEM_TOL, SLACK, compare, tolerances
 from .float64_trust import distrust
 from .references import References, budget_bytes, nbytes
-from .runner import CANDIDATE_FILE, REAL_INPUTS_FILE, REQUEST_FILE, RESULT_FILE
+from .process import CANDIDATE_FILE, REAL_INPUTS_FILE, REQUEST_FILE, RESULT_FILE
 
 PREDICTABLE_SEEDS = (42, 0, 1, 1234, 2024)
 GRADS = ("no_grad", "inference")

@@ -27,6 +27,7 @@ import subprocess
 import threading
 
 from ..log import logger
+from ..options import env
 
 _ALLOW = {"PATH", "HOME", "TMPDIR", "LANG", "LANGUAGE", "TERM", "TZ", "USER", "LOGNAME", "PYTHONPATH",
           "VIRTUAL_ENV", "LD_LIBRARY_PATH", "CC", "CXX", "MAX_JOBS", "OMP_NUM_THREADS",
@@ -45,7 +46,7 @@ _warned = [False]
 
 
 def mode() -> str:
-    m = (os.environ.get("CUDAL1_SANDBOX") or "auto").strip().lower()
+    m = str(env("CUDAL1_SANDBOX")).strip().lower()
     if m in ("0", "off", "false", "no"):
         m = "none"
     if m not in ("auto", "bwrap", "none"):
@@ -54,7 +55,7 @@ def mode() -> str:
 
 
 def bwrap_path() -> str | None:
-    exe = os.environ.get("CUDAL1_BWRAP") or shutil.which("bwrap")
+    exe = env("CUDAL1_BWRAP") or shutil.which("bwrap")
     return exe if exe and os.access(exe, os.X_OK) else None
 
 

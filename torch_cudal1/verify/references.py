@@ -15,6 +15,7 @@ import os
 
 import torch
 
+from ..options import env
 from .compare import flatten_outputs
 
 SHARE = 0.25                        # of the device's memory, for what the verifier keeps
@@ -27,8 +28,8 @@ def nbytes(*outs) -> int:
 
 
 def budget_bytes(device: str) -> int:
-    if os.environ.get(BUDGET_ENV):
-        return int(os.environ[BUDGET_ENV])
+    if env(BUDGET_ENV):
+        return int(env(BUDGET_ENV))
     if str(device).startswith("cuda"):
         total = torch.cuda.get_device_properties(torch.device(device)).total_memory
     else:

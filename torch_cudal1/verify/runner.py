@@ -26,21 +26,17 @@ import time
 from pathlib import Path
 
 from ..contracts import Candidate, Timing, Verdict
+from ..options import build_cache_dir
+from ..options import env as setting
 from ..task import Task
+from .process import CANDIDATE_FILE, REAL_INPUTS_FILE, REQUEST_FILE, RESULT_FILE, child_limits
 
-CANDIDATE_FILE = "candidate.py"
-REQUEST_FILE = "request.json"
-RESULT_FILE = "result.json"
-REAL_INPUTS_FILE = "real_inputs.safetensors"
 CPU_MEMORY_LIMIT_MB = 32768.0
 
 
 def default_build_cache_dir() -> str:
-    d = os.environ.get("CUDAL1_BUILD_CACHE_DIR")
-    if d:
-        return d
-    from ..options import default_cache_dir
-    return os.path.join(default_cache_dir(), "build")
+    """Where candidates' builds live unless the caller names a dir (``options.build_cache_dir``)."""
+    return build_cache_dir()
 
 
 def _write_real_inputs(task: Task, workdir: Path, limit_mb: float) -> bool:
@@ -61,35 +57,6 @@ def _write_real_inputs(task: Task, workdir: Path, limit_mb: float) -> bool:
     save_file(tensors, str(workdir / REAL_INPUTS_FILE),
               metadata={"n": str(len(task.real_inputs)), "scalars": json.dumps(scalars)})
     return True
-
-
-def _parent_death_signal():
-    """prctl(PR_SET_PDEATHSIG, SIGKILL), resolved here in the parent: the child (in its own
-    session, so that a timeout kills its whole group) must still die with the process that
-    started it, or a killed search would leave candidates running on the device."""
-    try:
-        import ctypes
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-        return lambda: prctl(1, signal.SIGKILL, 0, 0, 0)   # 1 = PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        return lambda: None
-
-
-_SET_PDEATHSIG = _parent_death_signal()
-
-
-def _limits(memory_limit_mb: float | None):
-    def apply() -> None:
-        os.setsid()
-        _SET_PDEATHSIG()
-        if memory_limit_mb:
-            import resource
-            lim = int(memory_limit_mb * 2**20)
-            hard = resource.getrlimit(resource.RLIMIT_AS)[1]
-            if hard != resource.RLIM_INFINITY:
-                lim = min(lim, hard)
-            resource.setrlimit(resource.RLIMIT_AS, (lim, hard))
-    return apply
 
 
 def _start_child(wd: Path, env: dict, log, memory_limit_mb):
@@ -113,7 +80,7 @@ def _start_child(wd: Path, env: dict, log, memory_limit_mb):
             os.close(r)
     cmd = [sys.executable, "-m", "torch_cudal1.verify.judge", str(wd)]
     proc = subprocess.Popen(cmd, cwd=str(wd), env=env, stdout=log, stderr=subprocess.STDOUT,
-                            stdin=subprocess.PIPE, preexec_fn=_limits(memory_limit_mb))
+                            stdin=subprocess.PIPE, preexec_fn=child_limits(memory_limit_mb))
     return proc, proc.stdin
 
 
@@ -168,7 +135,7 @@ def prestart_children(extra_env: dict | None = None, build_cache_dir: str | None
 def _ours(candidate: Candidate) -> bool:
     """Candidates the harness writes itself (baselines, the built-in engine's templates); the
     rest — from an engine, a transcript, a user's file — compile into private caches."""
-    return str(candidate.origin).startswith(("baseline:", "builtin:"))
+    return candidate.identity.engine in ("baseline", "builtin")
 
 
 def evaluate(task: Task, candidate: Candidate, *, device: str = "cpu", trials: int = 3,
@@ -197,7 +164,7 @@ def evaluate(task: Task, candidate: Candidate, *, device: str = "cpu", trials: i
     for stale in (RESULT_FILE, RESULT_FILE + ".tmp"):
         (wd / stale).unlink(missing_ok=True)
     if memory_limit_mb == -1:
-        env_mb = os.environ.get("CUDAL1_VERIFY_MEMORY_MB")
+        env_mb = setting("CUDAL1_VERIFY_MEMORY_MB")
         memory_limit_mb = float(env_mb) if env_mb else (
             None if str(device).startswith("cuda") else CPU_MEMORY_LIMIT_MB)
     if precision is None or settings is None:
@@ -214,7 +181,7 @@ def evaluate(task: Task, candidate: Candidate, *, device: str = "cpu", trials: i
         (wd / REQUEST_FILE).write_text(json.dumps({
             "device": device, "trials": trials, "time_it": time_it, "real_inputs": has_real,
             "build_root": str(Path(build_cache_dir or default_build_cache_dir()).expanduser()),
-            "native": os.environ.get("CUDAL1_NATIVE", "auto"),
+            "native": setting("CUDAL1_NATIVE"),
             "check_stride": check_stride, "cuda_graph": cuda_graph,
             "time_budget_s": time_budget_s, "pair_reference": pair_reference,
             "isolate": not _ours(candidate), "precision": precision, "settings": settings,

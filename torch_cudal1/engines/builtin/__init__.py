@@ -47,9 +47,10 @@ other; nothing here runs candidate code.
 """
 from __future__ import annotations
 
-from ...baselines import baseline_candidate
+from ..baselines import baseline_candidate
 from ...contracts import Attempt, Candidate
 from ...log import logger
+from ...origin import Origin
 from ..base import Engine, SearchContext
 from . import aoti, channels_last, cudagraph, cudnn_benchmark, max_autotune, tf32
 
@@ -60,26 +61,35 @@ CUDA_GRAPH_MAX_MS = 5.0
 # over the reference, launches are a real part of the graph's time, however long it runs (a deep
 # network on a loaded host: hundreds of kernels at ~10 µs each).
 LAUNCH_BOUND_SAVING = 0.1
+EAGER, GRAPHED = Origin.baseline("eager"), Origin.builtin("cudagraph")
 
 
 def launch_saving_ms(history: list[Attempt]) -> float | None:
     """Milliseconds round 1 measured the reference saving in CUDA-graph replay (eager's time less
     ``builtin:cudagraph``'s), or None where either was not measured."""
-    ms = {a.candidate.origin: a.timing.median_ms for a in history
+    ms = {a.candidate.identity: a.timing.median_ms for a in history
           if a.verdict.accepted and a.timing is not None}
-    if "baseline:eager" in ms and "builtin:cudagraph" in ms:
-        return ms["baseline:eager"] - ms["builtin:cudagraph"]
+    if EAGER in ms and GRAPHED in ms:
+        return ms[EAGER] - ms[GRAPHED]
     return None
+
+
+def _in_tf32(a: Attempt) -> bool:
+    """``a``'s candidate rounds float32 products to TF32: the ``tf32`` wrapper, or a rewrite
+    whose kernels do (``TF32_ONLY``)."""
+    from ...rewrites import TF32_ONLY
+    o = a.candidate.identity
+    return o.has("tf32") or bool(TF32_ONLY & set(o.rewrites))
 
 
 def _wrapped_origin(a: Attempt) -> str:
     """The origin of ``a``'s candidate in CUDA-graph replay."""
-    origin = a.candidate.origin.replace("baseline:", "") + "+cudagraph"
-    return origin if origin.startswith("builtin:") else "builtin:" + origin
+    return str(a.candidate.identity.wrapped("cudagraph"))
 
 
 class BuiltinEngine(Engine):
     name = "builtin"
+    bounded_by_samples = False     # every candidate the graph allows (a few, never sampled)
 
     def __init__(self, options=None):
         self.options = options
@@ -150,21 +160,23 @@ class BuiltinEngine(Engine):
         except TraceError as e:
             logger.debug("builtin: cannot render %s: %s", task.name, e)
             return []
+        def rewritten(*wrappers: str) -> Origin:
+            return Origin.builtin("rewrite", *wrappers, rewrites=tuple(fired))
+
         if not compiled_only:
-            out.append(Candidate(eager, f"builtin:rewrite({what})", meta=dict(meta)))
-        out.append(Candidate(compiled, f"builtin:rewrite({what})+inductor", meta=dict(meta)))
+            out.append(Candidate(eager, rewritten(), meta=dict(meta)))
+        out.append(Candidate(compiled, rewritten("inductor"), meta=dict(meta)))
         if self._tf32(ctx):
             out.append(Candidate(tf32.wrap(compiled, f"rewritten graph ({what}) through inductor, "
                                                      "float32 products in TF32"),
-                                 f"builtin:rewrite({what})+inductor+tf32", meta=dict(meta)))
+                                 rewritten("inductor", "tf32"), meta=dict(meta)))
         if self._cudnn_benchmark(ctx) and not tf32_only:
             out.append(Candidate(cudnn_benchmark.wrap(compiled, f"rewritten graph ({what}) through "
                                                                 "inductor, cuDNN autotuning"),
-                                 f"builtin:rewrite({what})+inductor+cudnn-benchmark",
-                                 meta=dict(meta)))
+                                 rewritten("inductor", "cudnn-benchmark"), meta=dict(meta)))
         if self._aoti(ctx) and not compiled_only:
             out.append(Candidate(aoti.wrap(eager, f"rewritten graph ({what}) through AOTInductor"),
-                                 f"builtin:rewrite({what})+aoti", meta=dict(meta)))
+                                 rewritten("aoti"), meta=dict(meta)))
         return out
 
     def _tf32(self, ctx: SearchContext) -> bool:
@@ -182,10 +194,10 @@ class BuiltinEngine(Engine):
         eager = baseline_candidate(task, "eager")
         if ctx.device.startswith("cuda"):
             cands.append(Candidate(cudagraph.wrap(eager.source, "the reference in CUDA-graph replay"),
-                                   "builtin:cudagraph"))
+                                   GRAPHED))
         if self._aoti(ctx):
             cands.append(Candidate(aoti.wrap(eager.source, "the reference through AOTInductor"),
-                                   "builtin:aoti"))
+                                   Origin.builtin("aoti")))
         setting = getattr(self.options, "max_autotune", "auto")
         measured = self.options.baseline_names() if self.options is not None else []
         tuned = max_autotune.enabled(setting, ctx.device, self._tunable)
@@ -198,29 +210,29 @@ class BuiltinEngine(Engine):
             tuned = False
         if tuned and "inductor-max-autotune" not in measured:
             base = baseline_candidate(task, "inductor-max-autotune")
-            cands.append(Candidate(base.source, "builtin:inductor-max-autotune"))
+            cands.append(Candidate(base.source, Origin.builtin("inductor-max-autotune")))
         if self._tf32(ctx):
             for name in ("eager", "inductor") + (("inductor-max-autotune",) if tuned else ()):
                 base = baseline_candidate(task, name)
-                origin = "builtin:tf32" + ("" if name == "eager" else "+" + name)
+                origin = Origin.builtin("tf32", *(() if name == "eager" else (name,)))
                 cands.append(Candidate(tf32.wrap(base.source, f"{name}, float32 products in TF32"),
                                        origin))
         if self._cudnn_benchmark(ctx):
             for name in ("eager", "inductor"):
                 base = baseline_candidate(task, name)
-                origin = "builtin:cudnn-benchmark" + ("" if name == "eager" else "+" + name)
+                origin = Origin.builtin("cudnn-benchmark", *(() if name == "eager" else (name,)))
                 cands.append(Candidate(cudnn_benchmark.wrap(base.source, f"{name}, cuDNN autotuning"),
                                        origin))
         if channels_last.enabled(getattr(self.options, "channels_last", "auto"), ctx.device,
                                  self._spatial_convolutions):
             nhwc = channels_last.wrap(eager.source, "the reference, module and inputs in the "
                                                     "channels-last layout")
-            cands.append(Candidate(nhwc, "builtin:channels-last"))
+            cands.append(Candidate(nhwc, Origin.builtin("channels-last")))
             if self._cudnn_benchmark(ctx):
                 cands.append(Candidate(cudnn_benchmark.wrap(nhwc, "the reference in the "
                                                                   "channels-last layout, cuDNN "
                                                                   "autotuning"),
-                                       "builtin:channels-last+cudnn-benchmark"))
+                                       Origin.builtin("channels-last", "cudnn-benchmark")))
         return cands
 
     # -- round 2 -----------------------------------------------------------------------------
@@ -229,9 +241,8 @@ class BuiltinEngine(Engine):
             return []
         done = {a.candidate.origin for a in history}
         ok = [a for a in history if a.verdict.accepted and a.timing is not None
-              and "cudagraph" not in a.candidate.origin
-              and a.candidate.origin != "baseline:eager"          # wrapped in round 1 already
-              and "reduce-overhead" not in a.candidate.origin]    # already a CUDA graph
+              and not a.candidate.identity.replays_graph          # already a CUDA graph
+              and a.candidate.identity != EAGER]                   # wrapped in round 1 already
         if not ok:
             return []
         ok.sort(key=lambda a: a.timing.median_ms)
@@ -240,7 +251,7 @@ class BuiltinEngine(Engine):
         # The reference itself could not be captured (a host-to-device copy in its forward, say),
         # so round 1 measured nothing: its compiled candidates, whose constants are lifted, may
         # capture; the fastest is tried once whatever its length.
-        unmeasured = any(a.candidate.origin == "builtin:cudagraph" and not a.verdict.accepted
+        unmeasured = any(a.candidate.identity == GRAPHED and not a.verdict.accepted
                          for a in history)
         if ok[0].timing.median_ms > CUDA_GRAPH_MAX_MS and not (launch_bound or unmeasured):
             return []
@@ -248,14 +259,14 @@ class BuiltinEngine(Engine):
         if launch_bound:
             # the fewest launches, inductor's fusions, may replay fastest even where launches
             # made them slower than the best in round 1
-            targets += [(a, None) for a in ok if "inductor" in a.candidate.origin][:1]
-        if "tf32" in ok[0].candidate.origin:
+            targets += [(a, None) for a in ok if a.candidate.identity.compiled][:1]
+        if _in_tf32(ok[0]):
             # TF32 passes the float32 tolerance with little to spare, and its replay is verified
             # on other draws: where that fails, the fastest full-precision candidate's replay
             # may still win (a graph whose TF32 replay failed once on 1 element in 131072 served
             # a result 1.8x slower with only the TF32 wrap tried)
             targets += [(a, _wrapped_origin(ok[0])) for a in ok
-                        if "tf32" not in a.candidate.origin][:1]
+                        if not _in_tf32(a)][:1]
         out = []
         for best, backs_up in targets:
             origin = _wrapped_origin(best)

@@ -1,4 +1,4 @@
-"""The background search worker of ``mode="async"``: ``python -m torch_cudal1.worker JOBDIR``.
+"""The background search worker of ``mode="async"``: ``python -m torch_cudal1.serve.worker JOBDIR``.
 
 The serving process renders the graph as a task, writes it with the key fields and options into
 a job directory under the cache, and starts this module as a detached process (its own session,
@@ -55,7 +55,7 @@ def write_job(store, key: str, fields: dict, task, device: str, options, inputs:
         from safetensors.torch import save_file
         save_file(tensors, str(d / REAL))
     opts = dict(dataclasses.asdict(options), mode="search")
-    for secret in _secrets():  # never written to disk: passed to the worker in its environment
+    for secret in options.secret_keys():  # never written to disk: passed to the worker in its environment
         opts.pop(secret, None)
     # Which inputs are parameters, and which need grad: the worker's copies are the same kind, so
     # that what inductor builds there (keyed by them) is what the serving process looks up.
@@ -81,11 +81,6 @@ def _private_dir(d: Path) -> None:
     os.chmod(d, 0o700)     # mkdir's mode is masked by the umask, and the dir may exist already
 
 
-def _secrets() -> list[str]:
-    from .options import Options
-    return Options.secret_keys()
-
-
 @dataclasses.dataclass
 class _Job:
     directory: Path
@@ -99,12 +94,6 @@ _LAUNCHER: threading.Thread | None = None
 _LAUNCHER_LOCK = threading.Lock()
 _ACTIVE = {"n": 0}
 _IDLE = threading.Condition()
-
-
-def secret_env(options) -> dict:
-    """The options that must not be written into a job file, as CUDAL1_* variables."""
-    return {f"CUDAL1_{k.upper()}": str(getattr(options, k)) for k in _secrets()
-            if getattr(options, k, None)}
 
 
 def submit(directory: Path, on_done, env: dict | None = None,
@@ -144,7 +133,7 @@ def _launch_loop() -> None:
                             job.log_dir)
             job.on_done(result)
         except Exception as e:  # noqa: BLE001 - one job's failure must not stop the others
-            from .log import logger
+            from ..log import logger
             logger.warning("background search job %s failed: %s", job.directory, e)
         finally:
             with _IDLE:
@@ -156,7 +145,7 @@ def run_job_process(directory: Path, timeout: float | None = None, env: dict | N
     """Run the worker for ``directory`` as a detached process; wait; return its result."""
     directory = Path(directory)
     with open(directory / LOG, "ab") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "torch_cudal1.worker", str(directory)],
+        proc = subprocess.Popen([sys.executable, "-m", "torch_cudal1.serve.worker", str(directory)],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True, env=_child_env(env))
         try:
@@ -194,71 +183,66 @@ def retire(directory: Path, result: dict, log_dir: Path | None = None) -> dict:
 def _child_env(extra: dict | None = None) -> dict:
     env = dict(os.environ, **(extra or {}))
     # The worker must import this very package, also when it is not installed.
-    root = str(Path(__file__).resolve().parents[1])
+    root = str(Path(__file__).resolve().parents[2])   # the directory holding torch_cudal1/
     env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     return env
 
 
 # -- worker side -----------------------------------------------------------------------------------
 def run_job(directory: Path) -> dict:
-    """Search the job's task under the key's lock and store the entry. Returns the result dict."""
+    """Search the job's task under the key's lock and store the entry (``search_and_store``).
+    Returns the result dict."""
     import torch
 
-    from .cache.store import Timeout
-    from .runtime import store_for
-    from .entry import store_search_result
-    from .options import Options
-    from .search import run_search
-    from .task import Task
+    from ..cache.tiered import store_for
+    from ..options import Options
+    from ..search.transaction import HIT, INCOMPLETE, LOCK_TIMEOUT, search_and_store
+    from ..task import Task
 
     job = json.loads((directory / JOB).read_text())
-    secrets = {f"CUDAL1_{k.upper()}": os.environ[f"CUDAL1_{k.upper()}"] for k in _secrets()
-               if os.environ.get(f"CUDAL1_{k.upper()}")}
     opts = Options.resolve({k: v for k, v in job["options"].items() if k in Options.keys()},
-                           env=secrets)
+                           env=Options.secrets_in(os.environ))
     key, device = job["key"], job["device"]
-    store = store_for(opts)
+    flags = (job.get("fields") or {}).get("flags") or {}
+    # The user's precision: the search follows it. Set only where it differs: setting the
+    # default explicitly changes torch's internal state ('ieee' instead of 'none'), which
+    # inductor keys its caches on, and the serving process would miss what this one builds.
+    want = flags.get("float32_matmul_precision")
+    if want and torch.get_float32_matmul_precision() != want:
+        torch.set_float32_matmul_precision(want)
+    if "cudnn_tf32" in flags and torch.backends.cudnn.allow_tf32 != bool(flags["cudnn_tf32"]):
+        torch.backends.cudnn.allow_tf32 = bool(flags["cudnn_tf32"])
     t0 = time.monotonic()
-    try:
-        lock = store.lock(key, timeout=opts.lock_timeout_s)
-        lock.acquire()
-    except Timeout:
-        return {"status": "lock_timeout", "key": key}
-    try:
-        if store.load(key) is not None:
-            return {"status": "exists", "key": key}
-        flags = (job.get("fields") or {}).get("flags") or {}
-        # The user's precision: the search follows it. Set only where it differs: setting the
-        # default explicitly changes torch's internal state ('ieee' instead of 'none'), which
-        # inductor keys its caches on, and the serving process would miss what this one builds.
-        want = flags.get("float32_matmul_precision")
-        if want and torch.get_float32_matmul_precision() != want:
-            torch.set_float32_matmul_precision(want)
-        if "cudnn_tf32" in flags and torch.backends.cudnn.allow_tf32 != bool(flags["cudnn_tf32"]):
-            torch.backends.cudnn.allow_tf32 = bool(flags["cudnn_tf32"])
-        task = Task.from_file(directory / "task.py")
-        task.name = job.get("task_name") or task.name
-        real = _real_inputs(directory, job)
-        task.real_inputs = real
-        result = run_search(task, opts, device, key=key,
+
+    made: list = []     # the task, once the transaction reads it (a search is due)
+
+    def task():
+        t = Task.from_file(directory / "task.py")
+        t.name = job.get("task_name") or t.name
+        t.real_inputs = _real_inputs(directory, job)
+        made.append(t)
+        return t
+
+    def outputs():
+        real = made[0].real_inputs
+        if real is None:
+            return None
+        with torch.no_grad():
+            mod = made[0].load()
+            return mod.Model(*mod.get_init_inputs()).to(device)(
+                *[x.to(device) if hasattr(x, "to") else x for x in real])
+
+    done = search_and_store(store_for(opts), key, job["fields"], task, opts, device,
+                            wait_s=opts.lock_timeout_s, outputs=outputs,
                             progress=lambda line: print(line, flush=True))
-        try:
-            if not result.complete:
-                return {"status": "incomplete", "key": key, "reason": result.stop_reason}
-            outputs = None
-            if real is not None:
-                with torch.no_grad():
-                    mod = task.load()
-                    outputs = mod.Model(*mod.get_init_inputs()).to(device)(
-                        *[x.to(device) if hasattr(x, "to") else x for x in real])
-            store_search_result(store, key, job["fields"], task, result, device, outputs=outputs,
-                                capture_limit_mb=opts.capture_limit_mb)
-        finally:
-            result.cleanup()
-        return {"status": "stored", "key": key, "seconds": round(time.monotonic() - t0, 3),
-                "winner": result.winner.candidate.origin}
-    finally:
-        lock.release()
+    if done.status == LOCK_TIMEOUT:
+        return {"status": "lock_timeout", "key": key}
+    if done.status == HIT:
+        return {"status": "exists", "key": key}
+    if done.status == INCOMPLETE:
+        return {"status": "incomplete", "key": key, "reason": done.result.stop_reason}
+    return {"status": "stored", "key": key, "seconds": round(time.monotonic() - t0, 3),
+            "winner": done.result.winner.candidate.origin}
 
 
 def _real_inputs(directory: Path, job: dict) -> list | None:
@@ -304,10 +288,10 @@ def clean_jobs(store, max_age_s: float = 24 * 3600.0, dry_run: bool = False) -> 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
-        print("usage: python -m torch_cudal1.worker JOBDIR", file=sys.stderr)
+        print("usage: python -m torch_cudal1.serve.worker JOBDIR", file=sys.stderr)
         return 2
     directory = Path(argv[0])
-    from .bench.timing_cpus import apply_work_cpus
+    from ..bench.timing_cpus import apply_work_cpus
     note = apply_work_cpus()   # builds and checks off the cores reserved for timings
     if note:
         print(note, file=sys.stderr)
@@ -327,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _server_alive(directory: Path) -> bool:
-    from .procutil import pid_alive
+    from ..procutil import pid_alive
     try:
         pid = int(json.loads((directory / JOB).read_text()).get("server_pid") or 0)
     except (OSError, ValueError, TypeError):

@@ -5,8 +5,9 @@ win, and the speedups of all candidates are measured against them in the same wa
 """
 from __future__ import annotations
 
-from .contracts import Candidate
-from .task import Task
+from ..contracts import Candidate
+from ..origin import Origin
+from ..task import Task
 
 _EAGER = '''
 
@@ -47,4 +48,4 @@ def baseline_candidate(task: Task, name: str) -> Candidate:
         args, kw = BASELINES[name]
         tail = _COMPILED.format(args=args, kw=kw)
     source = task.source.rstrip() + "\n\nimport torch  # noqa: E402\n" + tail
-    return Candidate(source=source, origin=f"baseline:{name}", round=0)
+    return Candidate(source=source, origin=Origin.baseline(name), round=0)

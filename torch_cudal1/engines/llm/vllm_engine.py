@@ -4,8 +4,9 @@ memory share capped by ``gpu_memory_utilization`` so that candidates can still r
 For a model shared by many processes, run a server instead (``cudal1 engine start``)."""
 from __future__ import annotations
 
-from .. import prompts
-from .base import Engine, EngineError, SearchContext
+from ...origin import Origin
+from . import prompts
+from ..base import Engine, EngineError, SearchContext
 
 
 class VLLMEngine(Engine):
@@ -55,7 +56,7 @@ class VLLMEngine(Engine):
                              "model": self.options.model}
         cands = []
         for i, out in enumerate(outs[0].outputs[:n] if outs else []):
-            c = prompts.make_candidate(out.text, f"vllm:r{ctx.round}s{i}", prompt_digest=digest,
+            c = prompts.make_candidate(out.text, Origin.sampled(self.name, ctx.round, i), prompt_digest=digest,
                                        extra={"engine": self.name, "model": self.options.model})
             c.round, c.sample = ctx.round, i
             cands.append(c)

@@ -24,15 +24,15 @@ winner is.
 """
 from __future__ import annotations
 
-import json
 import time
 
 import torch
 
-from .cache.decisions import read_decision, write_decision
-from .contracts import Timing
-from .log import logger
-from .options import auto_on_gpu
+from ..cache.decisions import read_decision, write_decision
+from ..contracts import Timing
+from ..log import logger
+from ..options import auto_on_gpu
+from ..origin import Origin
 
 WINNER, EAGER, INDUCTOR = "winner", "eager", "inductor"
 INDUCTOR_GRAPHED = "inductor+cudagraph"   # inductor's code replayed as one CUDA graph (GPU only)
@@ -58,9 +58,9 @@ def _write_decision(store, key: str, decision: dict) -> None:
 def _time(fn, args: list, device: str):
     """Milliseconds per call as served: the same inputs again and again, caches warm (a served
     model's weights stay in L2 between calls; the search's cold-cache figures rank otherwise)."""
-    from .bench.device_lock import DeviceLock
-    from .bench.timing import time_callable
-    from .bench.timing_cpus import timing_cpus
+    from ..bench.device_lock import DeviceLock
+    from ..bench.timing import time_callable
+    from ..bench.timing_cpus import timing_cpus
     lock = DeviceLock(device)
     try:
         with torch.no_grad(), lock.exclusive(), timing_cpus({}):
@@ -97,7 +97,7 @@ def time_in_turns(fns: dict, args: list, device: str, rounds: int = ROUNDS) -> d
 
 def _same(a, b) -> bool:
     """The verifier's own comparison (dtype- and scale-derived tolerances)."""
-    from .verify.compare import compare
+    from ..verify.compare import compare
     return compare(a, b)[0] == "ok"
 
 
@@ -192,7 +192,7 @@ def autotune_came_close(winner) -> bool:
     0.919 ms against torch.compile max-autotune's 0.893). Further off, or never proposed, its
     compile is not spent."""
     ms = getattr(winner, "search_ms", None) or {}
-    best, tuned = ms.get(str(getattr(winner, "origin", "") or "")), ms.get("builtin:" + AUTOTUNED)
+    best, tuned = ms.get(str(getattr(winner, "origin", "") or "")), ms.get(str(Origin.builtin(AUTOTUNED)))
     return bool(best and tuned and tuned <= AUTOTUNE_CLOSE * best)
 
 
@@ -218,7 +218,7 @@ def as_cuda_graph(fn):
     """``fn`` replayed as a CUDA graph by the built-in engine's wrapper (the one its candidates
     use, verified by the same tests): weights read in place, activations copied in, fresh
     outputs every call; off the GPU or under autograd it calls ``fn``."""
-    from .engines.builtin.cudagraph import wrap
+    from ..engines.builtin.cudagraph import wrap
     src = wrap("import torch\n\n\nclass ModelNew(torch.nn.Module):\n"
                "    def __init__(self, fn):\n        super().__init__()\n        self.fn = fn\n\n"
                "    def forward(self, *args):\n        return self.fn(*args)\n",
@@ -245,16 +245,16 @@ def serve(winner, gm, full: list, n_args: int, store, key: str, device: str,
     Without ``may_time`` (cache-only serving) a kept decision is followed as it is, and without
     one the winner is served: nothing is timed."""
     args = list(full[:n_args])
-    origin = str(getattr(winner, "origin", "") or "")
+    origin = Origin.parse(getattr(winner, "origin", "") or "")
     if autotuned == "auto" and not (autotune_came_close(winner)
                                     and templates_use_tensor_cores(full)):
         autotuned = "off"
-    if AUTOTUNED in origin:
+    if origin.has(AUTOTUNED):
         # the search's winner is max-autotune's code: compiling it again here would cost a
         # minute per graph for the same kernels
         autotuned = "off"
     alts = _alternatives(gm, args, graphed, autotuned)
-    if AUTOTUNED in origin and "cudagraph" not in origin and INDUCTOR_GRAPHED in alts:
+    if origin.has(AUTOTUNED) and not origin.has("cudagraph") and INDUCTOR_GRAPHED in alts:
         # ...but replayed as a CUDA graph it is timed here, where launches count as they will
         # (the search's own wrap of it can lose by its noise rule, or not be reached)
         consts = list(full[n_args:])

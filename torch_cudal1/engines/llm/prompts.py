@@ -13,7 +13,7 @@ import hashlib
 import json
 import re
 
-from .contracts import Attempt
+from ...contracts import Attempt
 
 SYSTEM = (
     "You are an expert in GPU kernels and PyTorch performance. You rewrite a PyTorch reference "
@@ -67,7 +67,7 @@ def _shown(history: list[Attempt]) -> set[int]:
     failed_reasons: set[str] = set()
     n_acc = n_fail = 0
     for i, a in enumerate(history):
-        if a.candidate.origin.startswith("baseline:"):
+        if a.candidate.identity.is_baseline:
             continue
         if a.verdict.accepted and a.timing is not None:
             # Shown when it is among the best few measured so far.
@@ -107,7 +107,7 @@ def render_history(history: list[Attempt]) -> str:
         if c.round != last_round:
             out.append("\n### Baselines\n" if c.round == 0 else f"\n### Round {c.round}\n")
             last_round = c.round
-        name = c.origin if c.origin.startswith("baseline:") else f"{c.origin} (round {c.round}, sample {c.sample})"
+        name = c.origin if c.identity.is_baseline else f"{c.origin} (round {c.round}, sample {c.sample})"
         out.append(f"- {name}: {_status(a)}\n")
         if i in shown:
             out.append(_fence(c.source) + "\n")
@@ -122,7 +122,7 @@ def render_instruction(history: list[Attempt]) -> str:
         b = min(best, key=lambda a: a.timing.median_ms)
         lines.append(f"The fastest correct version so far is {b.candidate.origin} at "
                      f"{b.timing.median_ms:.4f} ms.\n")
-    if any(not a.candidate.origin.startswith("baseline:") for a in history):
+    if any(not a.candidate.identity.is_baseline for a in history):
         lines.append("First write a short performance analysis: which variants were faster or "
                      "slower and why, and why the rejected ones failed. ")
     else:
@@ -207,12 +207,12 @@ def parse_response(raw: str, reasoning: str | None = None) -> dict:
 NO_CODE = "the answer has no fenced python block defining class ModelNew"
 
 
-def make_candidate(raw: str, origin: str, *, reasoning: str | None = None,
+def make_candidate(raw: str, origin, *, reasoning: str | None = None,
                    prompt_digest: str = "", extra: dict | None = None):
     """A Candidate from one raw answer. An answer without code becomes a Candidate with empty
     source and ``meta["failed"]`` set: the search records it as a rejected sample without running
     the verifier, so the raw answer still lands in the cache entry's provenance."""
-    from .contracts import Candidate
+    from ...contracts import Candidate
     parsed = parse_response(raw, reasoning)
     meta = {"prompt_hash": prompt_digest, "raw_response": raw, "analysis": parsed["analysis"],
             "reasoning": parsed["reasoning"], **(extra or {})}

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import torch
 
-from .log import logger
-from .runtime import STATS
+from ..counters import STATS
+from ..log import logger
+from ..origin import Origin
 
 # In the order a graph meets them: Dynamo's graph to ATen (aot_autograd), graph constants lifted
 # into inputs, the key computed, the cache entry loaded (a hit, or the search's own winner), the
@@ -88,7 +89,7 @@ class Fallback:
     def __init__(self, gm: torch.fx.GraphModule, kind: str, options, graph: str = "?",
                  prebuilt=None):
         self.gm, self.kind, self.options, self.graph = gm, kind, options, graph
-        self.origin = f"fallback:{kind}"
+        self.origin = str(Origin("fallback", kind))
         self._eager = kind == "eager"
         self._prebuilt = prebuilt
         self._built: dict = {}

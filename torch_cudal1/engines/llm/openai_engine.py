@@ -15,10 +15,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
-from .. import prompts
-from ..log import logger
-from . import server
-from .base import Engine, EngineError, SearchContext
+from ...log import logger
+from ...origin import Origin
+from ..base import Engine, EngineError, SearchContext
+from . import prompts, server
 
 BACKOFF_S = 0.5
 BACKOFF_MAX_S = 8.0
@@ -190,7 +190,7 @@ class OpenAIEngine(Engine):
             raise EngineError(f"no answer from the server at {self.base}: {first.detail}")
         cands = []
         for i, a in enumerate(answers):
-            origin = f"{self.name}:r{ctx.round}s{i}"
+            origin = Origin.sampled(self.name, ctx.round, i)
             extra = {"model": self.model, "engine": self.name}
             if isinstance(a, RequestFailed):
                 c = prompts.make_candidate("", origin, prompt_digest=digest, extra=extra)

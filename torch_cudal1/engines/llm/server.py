@@ -17,7 +17,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from ..procutil import pid_alive  # noqa: F401 - also used by tests as server.pid_alive
+from ...procutil import pid_alive  # noqa: F401 - also used by tests as server.pid_alive
 
 import httpx
 

@@ -1,4 +1,6 @@
-"""Turning a search result into a cache entry, and a cache entry back into a callable."""
+"""A search's result written as the immutable cache entry of its key (the transaction's store
+step): the winner's source, its built artefacts, the test vectors and the metadata whose field
+names (``winner.origin``, ``summary``, ``attempts``) outside tools read."""
 from __future__ import annotations
 
 import shutil
@@ -6,10 +8,12 @@ from pathlib import Path
 
 import torch
 
-from .cache.key import environment_fingerprint
-from .cache.store import ARTIFACTS, VECTORS, WINNER, CacheEntry, CacheStore
-from .search import SearchResult
-from .task import Task
+from ..cache.key import environment_fingerprint
+from ..cache.store import ARTIFACTS, VECTORS, WINNER, CacheEntry, CacheStore
+from ..cache.winner import needs_build, record_inductor_cache
+from ..log import logger
+from ..task import Task
+from .loop import SearchResult
 
 
 def _vectors(inputs: list | None, outputs, limit_mb: float) -> dict | None:
@@ -79,26 +83,19 @@ def store_search_result(store: CacheStore, key: str, fields: dict, task: Task,
 
 def _record_build(staging: Path, source: str, device: str, task: Task):
     """A winner that compiles on its first call is built here, once, and inductor's artefacts
-    for it go into the entry (``prepare.record_inductor_cache``). Returns the built forward, or
-    None. Never fails the store: without them a warm start compiles, as before."""
-    from . import prepare
-    if not prepare.needs_build(source):
+    for it go into the entry (``cache.winner.record_inductor_cache``). Returns the built forward,
+    or None. Never fails the store: without them a warm start compiles, as before."""
+    if not needs_build(source):
         return None
     try:
         inputs = task.real_inputs
         if inputs is None:
             inputs = list(task.load().get_inputs())
-        return prepare.record_inductor_cache(staging, source, device, inputs)
+        return record_inductor_cache(staging, source, device, inputs)
     except Exception as e:  # noqa: BLE001 - an optimisation of later starts, never an error
-        from .log import logger
         logger.info("inductor artefacts of the winner not recorded (%s: %s)", type(e).__name__,
                     str(e).splitlines()[0][:200] if str(e) else "")
         return None
 
 
-def load_winner(entry: CacheEntry, device: str, module_name: str | None = None):
-    """Instantiate the entry's ModelNew without any build: prebuilt extensions come from the
-    entry's artefacts. Returns the bound forward."""
-    from .runtime import instantiate
-    return instantiate(entry.winner_source, Path(entry.path), device,
-                       module_name or f"cudal1_winner_{entry.key}")
+__all__ = ["store_search_result"]

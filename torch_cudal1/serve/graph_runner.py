@@ -16,13 +16,14 @@ import threading
 
 import torch
 
-from .cache.key import cache_key, input_metadata, key_fields
+from ..cache.key import cache_key, input_metadata, key_fields
+from ..cache.tiered import store_for
+from ..counters import SEEN_KEYS, STATS
+from ..graph.hashing import graph_hash, structure_hash
+from ..graph.render import UnsupportedGraph, lift_constants, render_task
+from ..log import logger
+from ..options import Options
 from .fallback import Fallback, report
-from .graph.hashing import graph_hash, structure_hash
-from .graph.render import UnsupportedGraph, lift_constants, render_task
-from .log import logger
-from .options import Options
-from .runtime import SEEN_KEYS, STATS, store_for
 
 
 def _device_of(args) -> str:
@@ -284,7 +285,7 @@ class GraphRunner:
         graph's own answers."""
         if entry is None or not self._trusted(store, entry):
             return None
-        from .cache import foreign
+        from ..cache import foreign
         if foreign.needs_check(store, entry):
             ok, _ = foreign.check(store, entry, device, reference=self.gm, inputs=full,
                                   timeout_s=self.options.verify_timeout_s)
@@ -318,8 +319,8 @@ class GraphRunner:
             logger.debug("cache-only miss %s: %s", key, _miss_reason(store, fields))
 
     def _from_entry(self, entry, device: str, hit: bool = True):
-        from .entry import load_winner
-        # the process that stored the entry may have built its winner already (prepare.py)
+        from ..cache.winner import load_winner
+        # the process that stored the entry may have built its winner already (cache/winner.py)
         forward = entry.prepared or load_winner(entry, device)
         if hit:
             STATS["cache_hits"] += 1
@@ -335,44 +336,34 @@ class GraphRunner:
         return call
 
     def _search(self, full: list, fields: dict, key: str, device: str):
-        from .entry import store_search_result
-        from .search import run_search
+        """The key's search in this process (``search_and_store``): the graph is rendered as a
+        task only when no other process stored the key while this one waited for its lock."""
+        from ..search.transaction import HIT, INCOMPLETE, LOCK_TIMEOUT, search_and_store
         opts = self.options
-        store = store_for(opts)
-        lock = store.lock(key)
-        if not _acquire(lock, 0):
-            logger.info("another process is searching %s; waiting up to %.0f s (lock_timeout_s)",
-                        key, opts.lock_timeout_s)
-            STATS["lock_waits"] += 1
-            if not _acquire(lock, opts.lock_timeout_s):
-                return self._lock_timed_out(store, key, device, full)
-        try:
-            self._stage = "load"
-            # another process may have finished while we waited
-            entry = self._usable(store, store.load(key), device, full)
-            if entry is not None:
-                return self._from_entry(entry, device)
-            self._stage = "render"
+
+        def task():
             try:
-                task = render_task(self.gm, full, name=f"graph_{self.graph_id[:12]}")
+                return render_task(self.gm, full, name=f"graph_{self.graph_id[:12]}")
             except UnsupportedGraph as e:
                 raise UnsupportedGraph(f"graph cannot be rendered as a task: {e}") from None
-            self._stage = "search"
-            STATS["searches"] += 1
-            result = run_search(task, opts, device, key=key)
-            try:
-                if not result.complete:
-                    raise RuntimeError(f"search incomplete ({result.stop_reason}); not cached")
-                with torch.no_grad():
-                    outputs = self.gm(*full)
-                entry = store_search_result(store, key, fields, task, result, device,
-                                            outputs=outputs, capture_limit_mb=opts.capture_limit_mb)
-            finally:
-                result.cleanup()
-        finally:
-            lock.release()
+
+        def outputs():
+            with torch.no_grad():
+                return self.gm(*full)
+
+        def stage(name: str) -> None:
+            self._stage = name
+
+        store = store_for(opts)
+        done = search_and_store(store, key, fields, task, opts, device, looked=True,
+                                check=lambda e: self._usable(store, e, device, full),
+                                wait_s=opts.lock_timeout_s, outputs=outputs, stage=stage)
+        if done.status == LOCK_TIMEOUT:
+            return self._lock_timed_out(store, key, device, full)
+        if done.status == INCOMPLETE:
+            raise RuntimeError(f"search incomplete ({done.result.stop_reason}); not cached")
         self._stage = "load"
-        return self._from_entry(entry, device, hit=False)
+        return self._from_entry(done.entry, device, hit=done.status == HIT)
 
     def _lock_timed_out(self, store, key: str, device: str, full: list):
         """Another process holds the key's lock past ``lock_timeout_s``: serve the fallback and
@@ -397,12 +388,12 @@ class GraphRunner:
 
     def _built(self, entry, device: str, full: list, hit: bool):
         """The entry's winner, loaded and run once on ``full`` here, on a background thread, so
-        that a winner that compiles on its first call (prepare.py) does so before it is swapped
+        that a winner that compiles on its first call (cache/winner.py) does so before it is swapped
         in, not in the serving call after the swap."""
-        from .prepare import warm_up
         impl = self._from_entry(entry, device, hit=hit)
         try:
-            warm_up(impl, full)
+            with torch.no_grad():     # its first call builds it; the answer is dropped
+                impl(*full)
             STATS["built_off_path"] += 1
         except Exception as e:  # noqa: BLE001 - the serving call will meet the same failure
             logger.debug("warming the winner of %s up failed (%s: %s)", entry.key,
@@ -445,7 +436,7 @@ class GraphRunner:
     def _search_async(self, full: list, fields: dict, key: str, device: str,
                       serving: str | None = None):
         """Serve ``serving`` (the fallback) now; search in a background worker process
-        (``torch_cudal1.worker``) and swap the winner in when it is cached."""
+        (``serve/worker.py``) and swap the winner in when it is cached."""
         from . import worker
         store = store_for(self.options)
         task = render_task(self.gm, full, name=f"graph_{self.graph_id[:12]}")
@@ -466,25 +457,16 @@ class GraphRunner:
         STATS["async_jobs"] += 1
         logger.info("cache miss for %s: serving %s; a background worker searches (job %s)", key,
                     serving, job)
-        worker.submit(job, done, env=worker.secret_env(self.options),
+        worker.submit(job, done, env=self.options.secret_env(),
                       log_dir=self.options.cache_path / "logs")
         return _Deferred(self)
 
 
 def _not_ready(store, entry) -> bool:
     """An entry whose first use costs seconds: a check (from another machine) or a build."""
-    from .cache import foreign
-    from .prepare import needs_build
+    from ..cache import foreign
+    from ..cache.winner import needs_build
     return foreign.needs_check(store, entry) or needs_build(entry.winner_source)
-
-
-def _acquire(lock, timeout: float) -> bool:
-    from filelock import Timeout
-    try:
-        lock.acquire(timeout=timeout)
-        return True
-    except Timeout:
-        return False
 
 
 _WARNED: set = set()
@@ -500,7 +482,7 @@ def _once(what) -> bool:
 
 def _miss_reason(store, fields: dict) -> str:
     try:
-        from .cache.explain import miss_reason
+        from ..cache.explain import miss_reason
         return miss_reason(store, fields)
     except Exception as e:  # noqa: BLE001 - explaining must never break serving
         return f"no explanation ({type(e).__name__})"

@@ -6,7 +6,6 @@ baseline when nothing beats it by more than the measured noise.
 """
 from __future__ import annotations
 
-import math
 import shutil
 import tempfile
 import time
@@ -14,39 +13,23 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import engines
-from .baselines import baseline_candidate
-from .contracts import Attempt, Candidate, Verdict
-from .engines.base import EngineError, SearchContext
-from .log import logger
-from .options import Options
+from .. import engines
+from ..contracts import Attempt, Candidate, Verdict
+from ..engines.baselines import baseline_candidate
+from ..engines.base import EngineError, SearchContext
+from ..log import logger
+from ..options import Options
+from ..origin import Origin
+from ..task import Task
+from ..verify import evaluate, prestart_children
+from .noise import beats, disturbed, retime_unsound
 from .stability import NOISY_RATIO, HostNoise, confirm_baselines, faster_of_two
-from .task import Task
-from .verify import evaluate, prestart_children
 
-# A winner must beat the best baseline by this fraction of its time at least, and beyond both
-# medians' uncertainty.
-MIN_GAIN = 0.02
-# A timing whose inter-quartile spread exceeds this fraction of its median is taken again once
-# (the baselines and the fastest candidate, which the winner's choice and its reported speedups
-# rest on), and the tighter of the two kept: another process's work on the device for the whole
-# window can multiply a launch-bound median (KernelBench L2_32's eager: 0.745 ms, spread 2.0,
-# against 0.063 in an earlier run).
-WIDE_SPREAD = 0.25
-# A timing during which the host took its CPU away this often (involuntary context switches of
-# the timing thread, on its reserved core) is taken again likewise, and the less disturbed kept.
-# Over the H200 records to session 19, eager timings with 50 or more were a median 1.10 and up
-# to 2.1 times the median of the same task's eager timings (L3_39: 142 ms after 426 switches,
-# 51-72 ms beside its other attempts); with under 10, 1.00 (benchmarks/eager_switches.py).
-DISTURBED_SWITCHES = 50
 # An engine candidate's child gets its own limit (``verify_timeout_s``) or what is left of the
 # search's budget, whichever is less, but at least this: the budget bounds the search's wall
-# time, not only when its candidates start (session 23: KernelBench searches given ~263 s ran past
-# 520 s, a round's candidates verified in parallel with 300 s each). Baselines keep the full limit.
+# time, not only when its candidates start (a round's candidates verified in parallel, each with
+# the full limit, would otherwise run a search to twice its budget). Baselines keep the full limit.
 MIN_VERIFY_S = 60.0
-# Half-width of a median's ~95% interval in inter-quartile ranges times sqrt(n): the notches of
-# a notched box plot (McGill, Tukey & Larsen 1978).
-NOTCH = 1.58
 
 
 class SearchError(RuntimeError):
@@ -71,12 +54,12 @@ class SearchResult:
 
     @property
     def candidates_tried(self) -> int:
-        return sum(1 for a in self.attempts if not a.candidate.origin.startswith("baseline:"))
+        return sum(1 for a in self.attempts if not a.candidate.identity.is_baseline)
 
     @property
     def candidates_accepted(self) -> int:
         return sum(1 for a in self.attempts
-                   if a.verdict.accepted and not a.candidate.origin.startswith("baseline:"))
+                   if a.verdict.accepted and not a.candidate.identity.is_baseline)
 
     def summary(self) -> dict:
         w = self.winner
@@ -122,69 +105,11 @@ def _fmt_line(a: Attempt) -> str:
     t = f"{a.timing.median_ms:9.4f} ms ±{a.timing.spread_ms:.4f}" if a.timing else " " * 22
     paired = a.timing.paired_speedup if a.timing else None
     c = a.candidate
-    where = "baseline" if c.origin.startswith("baseline:") else f"r{c.round}s{c.sample}"
+    where = "baseline" if c.identity.is_baseline else f"r{c.round}s{c.sample}"
     line = f"{where:8} {c.origin:34} {status:28} {t}" + (f" (x{paired:.2f} paired)" if paired else "")
     if not v.accepted and v.detail:
         line += f"  {v.detail.splitlines()[0][:160]}"
     return line.rstrip()
-
-
-def _notch(t) -> float:
-    return NOTCH * t.spread_ms / math.sqrt(max(t.n, 1))
-
-
-def beats(a: Attempt, base: Attempt) -> bool:
-    """``a`` is faster than ``base`` beyond the measured noise: its median is lower by at least
-    ``MIN_GAIN`` of ``base``'s, and the two medians' intervals do not overlap. (The spreads
-    themselves were the margin before: launch-bound calls spread widely, and a replay three
-    times faster than inductor, 0.047 against 0.138 ms over 200 calls each, lost to it.)"""
-    ta, tb = a.timing, base.timing
-    gap = tb.median_ms - ta.median_ms
-    return gap > MIN_GAIN * tb.median_ms and gap > _notch(ta) + _notch(tb)
-
-
-def _wide(t) -> bool:
-    return t is not None and t.median_ms > 0 and t.spread_ms > WIDE_SPREAD * t.median_ms
-
-
-def _disturbed(t) -> bool:
-    return t is not None and t.extra.get("involuntary_switches", 0) >= DISTURBED_SWITCHES
-
-
-def _quality(t) -> tuple:
-    """Smaller is better: undisturbed first, then the smaller relative spread."""
-    return _disturbed(t), t.spread_ms / t.median_ms if t.median_ms > 0 else math.inf
-
-
-def _brief(t) -> dict:
-    """The other timing of a retimed pair, as ``extra["retimed"]`` keeps it."""
-    return {"median_ms": t.median_ms, "spread_ms": t.spread_ms} | (
-        {"involuntary_switches": t.extra["involuntary_switches"]}
-        if "involuntary_switches" in t.extra else {})
-
-
-def retime_unsound(settle: list[Attempt], run_one, say) -> bool:
-    """Take each wide-spread or disturbed timing of ``settle`` once more (verified again, in a
-    new child) and keep the better (``_quality``); the first is kept in ``extra["retimed"]``.
-    True where any timing changed."""
-    changed = False
-    for a in settle:
-        if not (_wide(a.timing) or _disturbed(a.timing)):
-            continue
-        again = run_one(a.candidate, record=False)
-        first = a.timing
-        if again.timing is None or _quality(again.timing) >= _quality(first):
-            first.extra["retimed"] = {"kept": "first"} | (
-                _brief(again.timing) if again.timing else {"reason": again.verdict.reason})
-            continue
-        again.timing.extra["retimed"] = {"kept": "second"} | _brief(first)
-        a.timing, changed = again.timing, True
-        why = (f"{first.extra['involuntary_switches']} involuntary context switches"
-               if _disturbed(first) else f"spread over {WIDE_SPREAD:.0%} of the median")
-        say(f"timed again ({why}): {a.candidate.origin} "
-            f"{first.median_ms:.4f} ms ±{first.spread_ms:.4f} -> {a.timing.median_ms:.4f} ms "
-            f"±{a.timing.spread_ms:.4f}")
-    return changed
 
 
 def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = "",
@@ -193,7 +118,7 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
     say = progress or (lambda line: logger.info(line) if options.progress else None)
     start = time.monotonic()
     precision = options.verify_precision()
-    from .verify import os_sandbox
+    from ..verify import os_sandbox
     if options.strict and os_sandbox.mode() != "none" and not os_sandbox.active():
         raise SearchError("strict: candidate code would run without an OS sandbox ("
                           + (os_sandbox.check() or "off") + "); install bubblewrap, or set "
@@ -284,7 +209,8 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
         else:
             shutil.rmtree(workroot, ignore_errors=True)
         hint = ""
-        if any(a.candidate.origin == "baseline:eager" and a.verdict.reason == "nondeterministic"
+        if any(a.candidate.identity == Origin.baseline("eager")
+               and a.verdict.reason == "nondeterministic"
                for a in attempts):
             # The reference itself answers the same input differently on a second call: state it
             # keeps across calls (a hidden state reassigned in forward) or randomness.
@@ -320,7 +246,8 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
                 stop_reason = "engine has no new candidates"
                 break
             improved = False
-            cands = cands[: options.samples] if options.engine != "builtin" else cands
+            if engine.bounded_by_samples:
+                cands = cands[: options.samples]
             pre = preverify(cands)
             for s, cand in enumerate(cands):
                 cand.round, cand.sample = r, s
@@ -354,7 +281,7 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
         if own_engine and engine is not None:
             engine.close()
 
-    found = [a for a in attempts if a.verdict.accepted and not a.candidate.origin.startswith("baseline:")]
+    found = [a for a in attempts if a.verdict.accepted and not a.candidate.identity.is_baseline]
     # on GPUs only: there other processes' kernels share the device between timings (on a CPU
     # the spread is the host's own, and a second inductor compile would double a CPU search)
     settle = base_ok
@@ -362,11 +289,10 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
         best = min(found, key=lambda a: a.timing.median_ms)
         # and a disturbed one the disturbance may have cost the lead (it inflated timings up to
         # 2.1 times: DISTURBED_SWITCHES)
-        settle = settle + [best] + [a for a in found if a is not best and _disturbed(a.timing)
+        settle = settle + [best] + [a for a in found if a is not best and disturbed(a.timing)
                                     and a.timing.median_ms < 2 * best.timing.median_ms]
     if device != "cpu" and retime_unsound(settle, run_one, say):
-        refs.update({a.candidate.origin.removeprefix("baseline:"): a.timing.median_ms
-                     for a in base_ok})
+        refs.update({a.candidate.identity.base: a.timing.median_ms for a in base_ok})
         for a in attempts:
             speedups(a)
     # Before any speedup is claimed, the baselines it rests on are timed again (stability): a
