@@ -191,7 +191,7 @@ def test_rounds_taken_in_turns_are_compared_round_by_round():
         return Timing(sorted(rounds)[len(rounds) // 2], max(rounds) - min(rounds), 50,
                       extra={"rounds_ms": rounds})
     # A host that sped up during the run (the last round): every spread is large, but inductor
-    # was faster than the winner in every round (ResNet-18 bf16, session 4).
+    # was faster than the winner in every round (ResNet-18 bf16 on an H200).
     times = {"winner": t([2.06, 2.24, 1.39]), "eager": t([2.95, 2.72, 1.89]),
              "inductor": t([1.86, 1.86, 1.16])}
     assert arbiter.choose(times) == "inductor"
@@ -201,7 +201,7 @@ def test_rounds_taken_in_turns_are_compared_round_by_round():
     # Faster in every round but by less than the margin: inductor stays.
     times["winner"] = t([1.85, 1.85, 1.155])
     assert arbiter.choose(times) == "inductor"
-    # Clearly faster in every round (BERT fp32, session 4 call 2): the winner.
+    # Clearly faster in every round (BERT fp32 on an H200): the winner.
     times = {"winner": t([1.572, 1.546, 1.543]), "eager": t([1.746, 1.753, 1.765]),
              "inductor": t([1.673, 1.665, 1.663])}
     assert arbiter.choose(times) == "winner"
@@ -227,8 +227,8 @@ def test_the_graphed_alternative_is_offered_on_request_on_gpus_only(args):
 
 def test_the_graphed_alternative_is_offered_on_a_gpu_beside_cudagraph_trees_too(args, monkeypatch):
     """On a GPU the graphed inductor is a candidate unless switched off — in a process already
-    replaying torch.compile's cudagraph trees as well (session 6 showed the two coexist once the
-    wrapper captures with a cuBLAS workspace of its own)."""
+    replaying torch.compile's cudagraph trees as well (the two coexist once the wrapper captures
+    with a cuBLAS workspace of its own: ``benchmarks/results/cudagraph_coexist/``)."""
     from torch._inductor import cudagraph_trees
     gm = _gm()
     assert set(arbiter._alternatives(gm, args, graphed="auto")) == {arbiter.EAGER, arbiter.INDUCTOR}

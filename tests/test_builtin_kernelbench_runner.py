@@ -147,9 +147,9 @@ def test_again_reruns_the_selected_tasks_whatever_their_records(tmp_path, monkey
 
 def test_a_task_that_would_not_end_before_the_deadline_is_left_and_the_next_one_run(
         tmp_path, monkeypatch):
-    """Session 19: two tasks whose last records took 346 and 237 s started first in a call with
-    450 s left and were both cut off, their work lost. With the caller's deadline given, the
-    runner starts only what its last time says can end before it, and goes on with the rest."""
+    """Two tasks whose last records took 346 and 237 s, started first with 450 s left, would both
+    be cut off and their work lost. With the caller's deadline given, the runner starts only what
+    its last time says can end before it, and goes on with the rest."""
     kb, data, out = _fake_queue(tmp_path, 2, (1, 2, 3))
     ok = {"level": 2, "status": "ok", "eager_ms": 1.0, "inductor_ms": 1.0, "builtin_ms": 1.0,
           "builtin_correct": True}
@@ -167,8 +167,8 @@ def test_a_task_that_would_not_end_before_the_deadline_is_left_and_the_next_one_
     assert kb.fits(None, 10.0, 450) and not kb.fits(None, 451.0, 450) and kb.fits({"seconds": 1e6}, 0, 0)
     # a run with fewer jobs than the record's may expect less of the device lock's waits
     assert not kb.fits({"seconds": 300.0}, 0.0, 450) and kb.fits({"seconds": 300.0}, 0.0, 450, 1.3)
-    # Session 20: tasks ran up to 3 times their last record and were killed at the deadline with
-    # nothing recorded; now each search stops proposing in time to be recorded before it.
+    # A task can run up to 3 times its last record (a loaded host, a slower candidate): each
+    # search stops proposing in time to be recorded before the deadline.
     assert all(b <= 450 - kb.MIN_RESERVE_S for b in budgets)
     assert kb.search_budget(400, 300, 450) == 450 - 300 - kb.DEADLINE_RESERVE_S   # no record
     assert kb.search_budget(400, 0, 0) == 400 and kb.search_budget(400, 0, 1000) == 400
@@ -181,10 +181,10 @@ def test_a_task_that_would_not_end_before_the_deadline_is_left_and_the_next_one_
 
 
 def test_a_run_cut_off_by_its_callers_timeout_keeps_how_long_its_tasks_had_run(tmp_path):
-    """Session 20: L1_68, last recorded at 210 s, was in flight at two calls' cut-offs (SIGTERM
-    from `timeout`) and lost each time with no trace, so the deadline rule kept starting it.
-    Now the runner notes how long each task in flight had run; the next run's rule uses it,
-    until a newer record supersedes it. The results file itself is untouched."""
+    """A task in flight when the caller's `timeout` cuts the run off (SIGTERM) would leave no
+    trace, and the deadline rule, reading its older and shorter record, would start it again at
+    the next run's end. The runner notes how long each task in flight had run; the next run's
+    rule uses it, until a newer record supersedes it. The results file itself is untouched."""
     kb, data, out = _fake_queue(tmp_path, 2, (1, 2))
     ok = {"level": 2, "status": "ok", "eager_ms": 1.0, "inductor_ms": 1.0, "builtin_ms": 1.0,
           "builtin_correct": True}
@@ -225,8 +225,8 @@ def test_a_run_cut_off_by_its_callers_timeout_keeps_how_long_its_tasks_had_run(t
 
 
 def test_shortest_first_runs_the_quickest_records_first(tmp_path, monkeypatch):
-    """A short device call gets the most records from the tasks quickest last time; a task with
-    no record (its time unknown) comes last."""
+    """A short run gets the most records from the tasks quickest last time; a task with no
+    record (its time unknown) comes last."""
     kb, data, out = _fake_queue(tmp_path, 2, (1, 2, 3, 4))
     ok = {"level": 2, "status": "ok", "eager_ms": 1.0, "inductor_ms": 1.0, "builtin_ms": 1.0,
           "builtin_correct": True}
@@ -316,10 +316,10 @@ def test_a_solution_out_of_memory_beside_the_search_is_verified_again_alone(tmp_
 @pytest.mark.parametrize("first_switches,evaluations,kept_ms", [(211, 2, 1.5), (3, 1, 7.23)])
 def test_a_solution_timed_while_the_host_disturbed_it_is_timed_again(
         tmp_path, monkeypatch, first_switches, evaluations, kept_ms):
-    """Session 24: L3_31's CUDA-L1 solution (1.52 ms before) timed 7.23 ms +-5.83 while its timing
-    thread was preempted 211 times, and the replay figure took that. A solution's disturbed or
-    wide timing is taken once more after the search, and the better kept, as the search does
-    for its own best; a calm one is kept as it is."""
+    """A solution measured at 1.52 ms can time 7.23 ms +-5.83 while its timing thread is
+    preempted 211 times, and the replay figure would take that. A solution's disturbed or wide
+    timing is taken once more after the search, and the better kept, as the search does for its
+    own best; a calm one is kept as it is."""
     import types
 
     import torch_cudal1.search as search_mod
@@ -353,8 +353,8 @@ def test_a_solution_timed_while_the_host_disturbed_it_is_timed_again(
 
 
 def test_the_summary_lists_timings_with_a_wide_spread(tmp_path):
-    """A ratio built on a timing whose spread is half its median (L2_34's eager time in session 8)
-    is flagged in the markdown summary; the timings of candidates that did not win are not."""
+    """A ratio built on a timing whose spread is half its median is flagged in the markdown
+    summary; the timings of candidates that did not win are not."""
     from benchmarks import kernelbench_runner as kb
 
     def att(origin, ms, spread):
@@ -504,9 +504,9 @@ def test_records_and_the_summary_keep_the_paired_eager_figure(tmp_path):
 
 
 def test_the_summary_says_how_far_eager_drifted_between_one_searchs_children(tmp_path):
-    """Session 19's L3_10: eager 16.5 ms in its own child, 8.5-17.1 ms timed beside the
-    candidates in theirs. The spread of those timings, not one of them, tells how far a ratio
-    across children can be trusted."""
+    """Eager can time 16.5 ms in its own child and 8.5-17.1 ms beside the candidates in theirs.
+    The spread of those timings, not one of them, tells how far a ratio across children can be
+    trusted."""
     kb = _kb()
     eager = dict(_att("baseline:eager", 16.5), paired_ref_ms=16.4)
     rec = {"id": "L3_10", "level": 3, "status": "ok", "eager_ms": 16.5, "inductor_ms": 6.9,
@@ -522,9 +522,9 @@ def test_the_summary_says_how_far_eager_drifted_between_one_searchs_children(tmp
 
 
 def test_the_summary_names_the_tasks_whose_eager_the_host_disturbed(tmp_path):
-    """Session 20: eager timings preempted 50 times or more on the timing core ran up to 2.06x
-    the task's other eager timings, and 11 records made before they were taken again still
-    divide by one. The summary names them and gives the figure with each counted 1.0."""
+    """Eager timings preempted 50 times or more on the timing core run up to 2.06x the task's
+    other eager timings, and records made before such timings were taken again still divide by
+    one. The summary names them and gives the figure with each counted 1.0."""
     kb = _kb()
     calm = dict(_att("baseline:eager", 4.0), host={"involuntary_switches": 3})
     rec = {"id": "L3_1", "level": 3, "status": "ok", "eager_ms": 4.0, "inductor_ms": 2.0,
@@ -542,7 +542,7 @@ def test_the_summary_names_the_tasks_whose_eager_the_host_disturbed(tmp_path):
 
 
 def test_stale_also_runs_again_the_records_timed_unsoundly(tmp_path, monkeypatch):
-    """`--stale` is what a device call runs to bring records up to date: a record dividing by a
+    """`--stale` is what a GPU run uses to bring records up to date: a record dividing by a
     disturbed eager timing is one, whatever families it tried, and so is one timed on the Python
     loop (its host time inside launch-bound samples)."""
     kb, data, out = _fake_queue(tmp_path, 2, (1, 2, 3, 4))
@@ -568,7 +568,7 @@ def test_replay_recheck_verifies_old_replay_winners_again_under_the_rules_now(tm
     returns another layout than the reference's (rejected since rules revision 2) leaves the
     replay figure to the built-in winner; an honest one keeps it; a record checked under the
     current rules is not selected, unless the host disturbed its solution's timing where the
-    solution could have won (session 24's L3_31). The search's fields are kept as they were."""
+    solution could have won. The search's fields are kept as they were."""
     kb = _kb()
     from benchmarks import replay_recheck
     from torch_cudal1.verify import RULES

@@ -69,9 +69,9 @@ def test_runner_phases_split_each_tasks_wall_time(tmp_path, capsys):
 
 
 def test_eager_switches_counts_every_timing_by_the_core_it_ran_on(tmp_path, capsys):
-    """Which core the timings are given decides how often the host takes it from them
-    (sessions 19-20: CPU 0 against CPU 15): every timing counts, the first of one taken again
-    too, under the timing CPUs it ran on."""
+    """Which core the timings are given decides how often the host takes it from them (CPU 0,
+    where the host's own interrupts land, against CPU 15): every timing counts, the first of one
+    taken again too, under the timing CPUs it ran on."""
     from benchmarks import eager_switches
 
     def att(origin, ms, sw, cpus, retimed=None):

@@ -33,10 +33,10 @@ def _serving_a_raising_winner(entry, device, module_name=None):
 # stage -> (module, attribute, replacement, needs a cached entry, extra options)
 INJECT = {
     "capture": (aot_autograd, "aot_module_simplified", _boom("capture"), False, {}),
-    "lift": (torch_cudal1.graph_runner, "lift_constants", _boom("lift"), False, {}),
-    "key": (torch_cudal1.graph_runner, "cache_key", _boom("key"), False, {}),
+    "lift": (torch_cudal1.serve.graph_runner, "lift_constants", _boom("lift"), False, {}),
+    "key": (torch_cudal1.serve.graph_runner, "cache_key", _boom("key"), False, {}),
     "load": (torch_cudal1.cache.winner, "load_winner", _boom("load"), True, {}),
-    "render": (torch_cudal1.graph_runner, "render_task", _boom("render"), False, {}),
+    "render": (torch_cudal1.serve.graph_runner, "render_task", _boom("render"), False, {}),
     "search": (torch_cudal1.search.loop, "run_search", _boom("search"), False, {}),
     "arbitrate": (torch_cudal1.serve.arbiter, "serve", _boom("arbitrate"), True, {"arbitrate": "on"}),
     "serve": (torch_cudal1.cache.winner, "load_winner", _serving_a_raising_winner, True, {}),

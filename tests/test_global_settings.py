@@ -125,7 +125,7 @@ def get_init_inputs():
 def test_legacy_tf32_attributes_set_at_init_leave_no_trace_after_a_call(tmp_path):
     """``torch.backends.cuda.matmul.allow_tf32 = True`` in ``__init__`` changes one per-backend
     value; putting the caller's legacy switch back on exit rewrote others ("none" -> "ieee"),
-    which the verifier refused as ``global_state`` (four CUDA-L1 solutions, session 10). Every
+    which the verifier refused as ``global_state`` (four KernelBench CUDA-L1 solutions). Every
     value a legacy switch rewrites is now the module's on entry and the caller's on exit."""
     before = global_settings.snapshot()
     cudnn_tf32 = torch.backends.cudnn.allow_tf32

@@ -125,6 +125,45 @@ def test_allowed_package_edges_are_still_needed():
     assert ALLOWED_PACKAGE_EDGES <= edges
 
 
+def _defined(module: str) -> set[str]:
+    """Names a module defines at its top level (definitions, assignments, imports)."""
+    path, _ = MODULES[module]
+    names: set[str] = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Name):
+                        names.add(n.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.Try):
+            for sub in ast.walk(node):
+                if isinstance(sub, (ast.Import, ast.ImportFrom)):
+                    names.update((a.asname or a.name).split(".")[0] for a in sub.names)
+                elif isinstance(sub, (ast.FunctionDef, ast.ClassDef)):
+                    names.add(sub.name)
+                elif isinstance(sub, ast.Assign):
+                    names.update(n.id for t in sub.targets for n in ast.walk(t)
+                                 if isinstance(n, ast.Name))
+    return names
+
+
+def test_every_imported_name_exists():
+    """An import of a moved or renamed module fails here, not at the first call that takes it
+    (most of the package's imports are inside functions)."""
+    bad = []
+    for m in MODULES:
+        for target, name, line in _imports(m):
+            if target not in MODULES:
+                bad.append(f"{m}:{line} imports {target}, which is no module of the package")
+            elif name and name != "*" and name not in _defined(target):
+                bad.append(f"{m}:{line} imports {name} from {target}, which does not define it")
+    assert bad == []
+
+
 def test_no_private_names_across_packages():
     bad = []
     for m in MODULES:

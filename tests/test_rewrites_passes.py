@@ -249,7 +249,7 @@ def test_a_kernel_choice_is_proposed_beside_the_exact_removals_alone():
 
 def test_several_kernel_choices_are_also_proposed_one_at_a_time():
     """Two kernel swaps that fired are proposed together and each alone (through inductor): one
-    can slow the other's kernels (KernelBench L2_50 on the H200, session 23)."""
+    can slow the other's kernels (KernelBench L2_50 on an H200)."""
     from torch_cudal1.engines.base import SearchContext
     from torch_cudal1.engines.builtin import BuiltinEngine
     from torch_cudal1.options import Options

@@ -8,8 +8,8 @@ def _attempt(median, spread, n=200):
 
 
 def test_a_clearly_faster_launch_bound_candidate_wins_despite_wide_spreads():
-    # session 6's KernelBench L2_88: a replay at 0.047 ms against inductor at 0.138 ms lost under
-    # the old margin (the spreads themselves); 200 calls each pin both medians down well enough
+    # KernelBench L2_88: a replay at 0.047 ms against inductor at 0.138 ms would lose with the
+    # spreads themselves as the margin; 200 calls each pin both medians down well enough
     assert search.beats(_attempt(0.047, 0.10), _attempt(0.138, 0.10))
 
 
@@ -63,7 +63,7 @@ def _search(monkeypatch, timings: dict, device: str):
 
 def test_a_wide_spread_baseline_is_timed_again_and_the_tighter_timing_kept(monkeypatch):
     """KernelBench L2_32 on a crowded GPU: eager timed at 0.745 ms with a spread of 2.0 (0.063
-    ms in an earlier run). Every speedup is reported against it: it is timed once more, and the
+    ms on a quiet one). Every speedup is reported against it: it is timed once more, and the
     tighter of the two timings kept, the first recorded beside it."""
     res, calls = _search(monkeypatch, {"baseline:eager": [(0.745, 2.0), (0.063, 0.004)],
                                        "baseline:inductor": [(0.070, 0.005)]}, "cuda")
@@ -91,7 +91,7 @@ def test_tight_timings_and_cpu_timings_are_taken_once(monkeypatch):
 
 
 def test_a_baseline_timed_while_the_host_took_its_cpu_is_timed_again(monkeypatch):
-    """KernelBench L3_39 on the H200 (session 19): eager 142 ms with 426 involuntary context
+    """KernelBench L3_39 on an H200: eager 142 ms with 426 involuntary context
     switches on the reserved timing core and a tight spread, against 51-72 ms in its other
     children. Every speedup rests on it: it is taken again, and the undisturbed timing kept."""
     res, calls = _search(monkeypatch, {"baseline:eager": [(142.0, 5.4, 426), (65.0, 2.0, 7)],

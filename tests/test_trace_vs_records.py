@@ -163,7 +163,7 @@ def test_graph_wraps_are_read_off_the_times_round_two_saw():
 
 def test_a_full_precision_wrap_backing_up_a_tf32_one_is_missed_only_where_that_failed():
     """Round 2 also wraps the fastest full-precision candidate beside a TF32 one, whose replay
-    may fail the float32 tolerance on other draws (session 22: L3_49, L2_55). A record whose TF32
+    may fail the float32 tolerance on other draws (KernelBench L3_49, L2_55). A record whose TF32
     replay passed does not lack it; one whose TF32 replay failed does."""
     attempts = [_ok("baseline:eager", 0.30), _ok("baseline:inductor", 0.20),
                 _ok("builtin:cudagraph", 0.25), _ok("builtin:tf32+inductor", 0.10)]

@@ -1,7 +1,8 @@
 """A float64 copy that is no higher-precision answer is dropped before any candidate runs.
-Session 25: the float64 copy of a transformers BERT layer traced in bf16 on the H200 answered
-one input with a relative error of 0.68 against its own earlier answer, so the canary rejected even the eager baseline as tampering. Kept, such a
-copy would also loosen every tolerance (it grows with the native reference's error against it)."""
+The float64 copy of a transformers BERT layer traced in bf16 can answer one input with a relative
+error of 0.68 against its own earlier answer, so that the canary would reject even the eager
+baseline as tampering. Kept, such a copy would also loosen every tolerance (it grows with the
+native reference's error against it)."""
 import torch
 
 from torch_cudal1.contracts import Candidate
@@ -9,7 +10,7 @@ from torch_cudal1.task import Task
 from torch_cudal1.verify import evaluate
 from torch_cudal1.verify.float64_trust import distrust
 
-# Its float64 copy answers off by a factor, another factor from float64 call 3 on (the count
+# Its float64 copy answers off by a factor, another factor from its third float64 call on (the count
 # travels with the deep copy; no restore of state puts it back).
 TASK = '''
 import torch

@@ -145,7 +145,7 @@ def test_torch_compile_candidates_leave_global_settings_alone_on_cuda():
     """Inductor (default, max-autotune, reduce-overhead's CUDA graphs) runs in the candidate's
     calls without leaving a process-wide setting changed: none of them is refused
     ``global_state``. Reduce-overhead's cudagraph trees overwrite a call's outputs on the next
-    call, which the buffer-reuse check refuses (``lazy_output``; the H200, session 10): that is
+    call, which the buffer-reuse check refuses (``lazy_output``): that is
     why the built-in engine replays inductor's code through its own CUDA-graph wrapper, whose
     candidates ``test_cudagraph_candidates_verify_on_gpu`` accepts."""
     from torch_cudal1.engines.baselines import baseline_candidate

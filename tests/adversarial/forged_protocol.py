@@ -3,7 +3,7 @@ import torch
 import torch.nn as nn
 from torch_cudal1.harness import protocol
 
-# Rewrites every reply of the worker on its way to the judge: each call 1000 times faster.
+# Rewrites every reply of the worker on its way to the judge: every call a thousandfold faster.
 _send = protocol.send
 
 

@@ -27,17 +27,17 @@ from ..options import build_cache_dir, env
 
 
 
-def _sources() -> Path:
+def sources_dir(package: Path | None = None) -> Path:
     """The native sources: ``csrc/`` beside the package in a source checkout, the copy a wheel
     installs as ``torch_cudal1/csrc/`` (setup.py) otherwise."""
-    package = Path(__file__).resolve().parents[1]
+    package = package or Path(__file__).resolve().parents[1]
     for d in (package.parent / "csrc", package / "csrc"):
         if (d / "cudal1_native.cpp").is_file():
             return d
     return package.parent / "csrc"
 
 
-CSRC = _sources()
+CSRC = sources_dir()
 _loaded: dict = {}
 
 

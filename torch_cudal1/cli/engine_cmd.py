@@ -53,7 +53,7 @@ def _cache_dir(args) -> str:
 
 
 def _start(args) -> int:
-    from ..engines import server
+    from ..engines.llm import server
     try:
         state = server.start(args.model, cache_dir=_cache_dir(args), port=args.port, host=args.host,
                              command=args.command, extra_args=shlex.split(args.args),
@@ -68,7 +68,7 @@ def _start(args) -> int:
 
 
 def _status(args) -> int:
-    from ..engines import server
+    from ..engines.llm import server
     st = server.status(_cache_dir(args))
     if args.json:
         print(json.dumps(st))
@@ -81,7 +81,7 @@ def _status(args) -> int:
 
 
 def _stop(args) -> int:
-    from ..engines import server
+    from ..engines.llm import server
     was = server.stop(_cache_dir(args))
     print("stopped" if was else "no managed server was running")
     return 0

@@ -20,8 +20,10 @@ import time
 
 sys.dont_write_bytecode = True
 
-# What a serving process has loaded (the graph runner), and one that searched (the verifier).
-SERVING_MODULES = ("torch_cudal1.serve.graph_runner", "torch_cudal1.verify")
+# What a serving process has loaded when it runs a winner (the graph runner, and the loader that
+# imported the winner), and one that searched (the verifier).
+SERVING_MODULES = ("torch_cudal1.serve.graph_runner", "torch_cudal1.cache.winner",
+                   "torch_cudal1.verify")
 
 
 def _load(path: str, name: str):

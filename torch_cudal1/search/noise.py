@@ -40,9 +40,10 @@ def _notch(t) -> float:
 
 def beats(a: Attempt, base: Attempt) -> bool:
     """``a`` is faster than ``base`` beyond the measured noise: its median is lower by at least
-    ``MIN_GAIN`` of ``base``'s, and the two medians' intervals do not overlap. (The spreads
-    themselves were the margin before: launch-bound calls spread widely, and a replay three
-    times faster than inductor, 0.047 against 0.138 ms over 200 calls each, lost to it.)"""
+    ``MIN_GAIN`` of ``base``'s, and the two medians' intervals do not overlap. (Not the spreads
+    themselves: launch-bound calls spread widely, and with them as the margin a CUDA-graph
+    replay three times faster than inductor, 0.047 against 0.138 ms over 200 calls each, would
+    lose to it; 200 calls pin a median down far tighter than its spread.)"""
     ta, tb = a.timing, base.timing
     gap = tb.median_ms - ta.median_ms
     return gap > MIN_GAIN * tb.median_ms and gap > _notch(ta) + _notch(tb)

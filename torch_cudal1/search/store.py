@@ -84,7 +84,7 @@ def store_search_result(store: CacheStore, key: str, fields: dict, task: Task,
 def _record_build(staging: Path, source: str, device: str, task: Task):
     """A winner that compiles on its first call is built here, once, and inductor's artefacts
     for it go into the entry (``cache.winner.record_inductor_cache``). Returns the built forward,
-    or None. Never fails the store: without them a warm start compiles, as before."""
+    or None. Never fails the store: without them a warm start compiles the winner itself."""
     if not needs_build(source):
         return None
     try:

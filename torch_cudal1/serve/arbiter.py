@@ -4,16 +4,17 @@ The search verifies and times candidates on the graph after AOT autograd: ATen o
 plain inputs, in a child process, caches cold. The user's own alternatives start from the graph
 before it. Run eagerly, Dynamo's graph is the user's own ops (cuDNN batch norm, in-place
 activations); compiled by inductor, it is exactly what ``torch.compile``'s default gives. On real
-models these beat what was measured on the ATen graph (session 3, ResNet-18 fp32 batch 32 on an
-H200: served winner 2.82 ms, inductor on the module 1.29 ms). So, once per graph and device, the
-search's winner, the user's graph eagerly and through inductor are timed here on the real inputs,
-in turns, caches warm as when serving: inductor is served unless another is clearly faster than
-it in every round (``choose``); an alternative must also agree with the winner's outputs. The
-decision is kept beside the cache entry (``serve/<key>.json``): a cache hit reads it instead of
-timing (session 4, six real models: cudal1 within 0-4% of the faster of eager and inductor on
-five, ``benchmarks/results/h200/real``). On a GPU inductor's code replayed as one CUDA graph is
-on offer too (``arbitrate_cudagraph``): session 5 served it on all six, 0.40-0.95 of the faster
-of eager and inductor (``benchmarks/results/h200/session5/call1``).
+models these can beat the best the search measured on the ATen graph by a factor of two: the
+search times each graph cold, in a child, without the fusions inductor finds across the module
+(ResNet-18 fp32, batch 32: served winner 2.82 ms, inductor on the module 1.29 ms). So, once per
+graph and device, the search's winner, the user's graph eagerly and through inductor are timed
+here on the real inputs, in turns, caches warm as when serving: inductor is served unless
+another is clearly faster than it in every round (``choose``); an alternative must also agree
+with the winner's outputs. The decision is kept beside the cache entry (``serve/<key>.json``): a
+cache hit reads it instead of timing. On a GPU inductor's code replayed as one CUDA graph is on
+offer too (``arbitrate_cudagraph``): a CUDA graph removes the per-kernel launch cost, which
+dominates a transformer block or a small-batch CNN. Measured figures per model:
+``benchmarks/results/real_models/<device>/``.
 
 Neither alternative is new code: one is the reference itself, the other the compiler the user
 would otherwise run. Only static graphs whose AOT wrapper is an identity are arbitrated (their
@@ -123,7 +124,7 @@ def choose(times: dict) -> str:
     another is clearly faster than it (the fastest of those); without inductor (it failed or
     disagreed), the search's winner on the same terms. Within the noise nothing changes hands:
     on real models the search's ATen-graph winners were never clearly faster than inductor on
-    the user's graph, and often slower (``benchmarks/results/h200/real``)."""
+    the user's graph, and often slower (``benchmarks/results/real_models/<device>/``)."""
     ref = INDUCTOR if INDUCTOR in times else WINNER
     clear = {k: r for k, t in times.items() if k != ref
              for r in [_clear_ratio(t, times[ref])] if r is not None}
@@ -135,7 +136,7 @@ def _alternatives(gm, args: list, graphed: str = "off", autotuned: str = "off") 
     shared by the graphed variant). ``graphed`` (the ``arbitrate_cudagraph`` setting): ``auto``
     and ``on`` offer inductor replayed as a CUDA graph on a GPU — beside torch.compile's own
     cudagraph trees too: the wrapper captures with a cuBLAS workspace of its own, which the
-    trees cannot free under it (``benchmarks/results/h200/session6/call1/coexist``).
+    trees cannot free under it (``benchmarks/results/cudagraph_coexist/<device>/``).
     ``autotuned`` (``arbitrate_max_autotune``): inductor max-autotune as well (``auto``: on a
     GPU, where ``serve`` found the search's own attempt close), replayed as a CUDA graph too
     where ``graphed`` allows."""
@@ -165,8 +166,8 @@ def compile_cached(gm, args: list, patches: dict | None = None):
     """``compile_fx`` of Dynamo's graph where inductor's FX graph cache can serve it: on fake
     copies of the inputs, in a tracing context whose fake mode has a shape environment. Called
     on real inputs outside Dynamo, inductor bypasses that cache ("No shape env"), so every warm
-    start compiled each arbitrated graph again, max-autotune's code generation included
-    (session 13: ``benchmarks/autotune_reuse.py`` counted the bypasses)."""
+    start would compile each arbitrated graph again, max-autotune's code generation included
+    (``benchmarks/autotune_reuse.py`` counts the bypasses; ``benchmarks/results/autotune_reuse/``)."""
     from torch._inductor.compile_fx import compile_fx
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.symbolic_shapes import ShapeEnv
@@ -186,24 +187,23 @@ def autotune_came_close(winner) -> bool:
     differ from inductor's defaults), accepted it at the user's own precision, and timed it within
     ``AUTOTUNE_CLOSE`` of its winner. The bound is wide because the search's figures rank
     launch-bound graphs poorly: it times the ATen graph cold, in a child, without CUDA graphs,
-    and on ResNet-18 bf16 its inductor took 1.07 ms in one session-11 call and 2.05 ms in the
-    next. The arbiter then times the user's graph warm, as served (session 11, call 2: the search
-    had max-autotune at 1.24x its winner inductor; cudal1 served inductor as a CUDA graph at
-    0.919 ms against torch.compile max-autotune's 0.893). Further off, or never proposed, its
-    compile is not spent."""
+    where the launch cost it measures moves with the host's load (ResNet-18 bf16's inductor:
+    1.07 ms in one search, 2.05 ms in the next on the same GPU). The arbiter then times the
+    user's graph warm, as served, where max-autotune at 1.24x the search's winner can still be
+    the fastest served. Further off, or never proposed, its compile is not spent."""
     ms = getattr(winner, "search_ms", None) or {}
-    best, tuned = ms.get(str(getattr(winner, "origin", "") or "")), ms.get(str(Origin.builtin(AUTOTUNED)))
+    best = ms.get(str(getattr(winner, "origin", "") or ""))
+    tuned = ms.get(str(Origin.builtin(AUTOTUNED)))
     return bool(best and tuned and tuned <= AUTOTUNE_CLOSE * best)
 
 
 def templates_use_tensor_cores(tensors) -> bool:
     """Whether max-autotune's Triton matrix-product and convolution templates run on tensor cores
     for this graph: bf16/fp16 operands, or float32 with TF32 allowed for matrix products. In
-    strict float32 they run on CUDA cores against cuBLAS/cuDNN, and the arbiter's compile (minutes
-    of tuning on the user's first call) buys nothing: session 12 call 3, ResNet-18 fp32, cuDNN won
-    4 of the 5 convolution autotunes (the best Triton 3x3 at 24% of its speed) after 113 s of
-    tuning; session 10, torch.compile max-autotune 1.868 ms against reduce-overhead's 1.683 and
-    cudal1's 1.303."""
+    strict float32 they run on CUDA cores against cuBLAS/cuDNN, and the arbiter's compile
+    (minutes of tuning on the user's first call) buys nothing: on ResNet-18 fp32 cuDNN won 4 of
+    the 5 convolution autotunes (the best Triton 3x3 at 24% of its speed) after 113 s of tuning,
+    and torch.compile max-autotune ran slower than reduce-overhead (``benchmarks/results/real_models/<device>/resnet18_fp32``)."""
     if any(isinstance(t, torch.Tensor) and t.dtype in (torch.bfloat16, torch.float16)
            for t in tensors):
         return True
