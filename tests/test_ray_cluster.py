@@ -169,7 +169,11 @@ def test_a_wrong_token_is_one_clear_line(head, tmp_path):
 def test_prepare_auth_sends_a_token_only_when_one_is_at_hand(tmp_path, monkeypatch):
     from torch_cudal1.distributed import ray_warm
     for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
-        monkeypatch.delenv(k, raising=False)
+        # set, then deleted: monkeypatch then restores the variable's absence too, taking back
+        # what prepare_auth writes into os.environ (a Ray started later in this process would
+        # otherwise run in token mode)
+        monkeypatch.setenv(k, "")
+        monkeypatch.delenv(k)
     monkeypatch.setenv("HOME", str(tmp_path))
     assert ray_warm.prepare_auth("127.0.0.1:1") is None and "RAY_AUTH_MODE" not in os.environ
     (tmp_path / ".ray").mkdir()

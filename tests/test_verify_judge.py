@@ -56,9 +56,11 @@ def test_precision_defaults_to_this_processs_setting():
 def test_the_judges_clock_bounds_what_reported_times_can_buy():
     """The cross-check on batch figures (seconds): reported times that account for the wall
     time pass unchanged; edited down by half, the median is scaled back up to 0.8 of it; under
-    35% is tampering; a batch the host disturbed does not decide when the others agree."""
+    35% is tampering; a batch the host disturbed does not decide when the others agree, nor one
+    during which other processes were busy; the harness's own candidates are never judged."""
     from torch_cudal1.verify.judge import Judge, Reject
     j = Judge.__new__(Judge)
+    j.trusted = False
 
     def batches(s_share, n=4, per_call=0.003, overhead=0.0004):
         return [{"W": n * (per_call + overhead) + 1e-4, "S": s_share * n * per_call, "n": n,
@@ -77,6 +79,19 @@ def test_the_judges_clock_bounds_what_reported_times_can_buy():
     assert j._cross_check(3.0, disturbed, extra) == 3.0
     tiny = batches(0.0, per_call=1e-6)   # calls too short for the clock to tell: left alone
     assert j._cross_check(0.001, tiny, {}) == 0.001
+    # other processes busy during a batch (CPU seconds they used): that batch decides nothing
+    edited = batches(0.1)
+    busy = [dict(b, busy=b["W"]) for b in edited[:4]] + [dict(edited[4], busy=0.0)]
+    with pytest.raises(Reject):   # the one quiet batch still tells
+        j._cross_check(0.3, busy, {})
+    all_busy = [dict(b, busy=b["W"]) for b in edited]
+    extra = {}
+    got = j._cross_check(0.3, all_busy, extra)   # nothing decidable: the judge's figure stands
+    assert got == pytest.approx(extra["judge_ms"]) and got > 0.3 * 4 and "host busy" in extra["clock"]
+    assert j._cross_check(3.0, [dict(b, busy=0.0) for b in batches(1.0)], {}) == 3.0
+    j.trusted = True   # a baseline or built-in candidate: recorded, not judged
+    extra = {}
+    assert j._cross_check(0.3, batches(0.1), extra) == 0.3 and extra["explained"] == 0.1
 
 
 def test_a_call_that_hangs_later_is_cut_in_proportion_to_the_reference():

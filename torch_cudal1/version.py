@@ -1,5 +1,6 @@
+# 0.2.0: verified by a judge out of the candidate's process, candidates in an OS sandbox, float32 tolerance by the user's precision
 # 0.1.2: global settings checked and kept to a winner's calls (TF32 candidates)
 # 0.1.1: CUDA-graph wrappers capture with cuBLAS workspaces of their own
-__version__ = "0.1.2"
+__version__ = "0.2.0"
 # Bumped whenever the meaning of a cache entry changes; part of every key.
 CACHE_FORMAT = 1

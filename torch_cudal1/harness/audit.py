@@ -29,6 +29,7 @@ _NET_EVENTS = {"socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg
                "socket.getaddrinfo", "socket.gethostbyname", "socket.__new__"}
 # Walking the heap finds the reference model and the harness (to change what they compute).
 _GC_EVENTS = {"gc.get_objects", "gc.get_referrers", "gc.get_referents"}
+_EXEC_PREFIXES = ("os.exec", "os.spawn")
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
 
@@ -96,13 +97,17 @@ def install(allowed_write_roots: list[str], on_violation, shared: bool = True) -
                    os.path.expanduser("~/.cache")]
     roots = tuple(os.path.realpath(r) + os.sep for r in allowed_write_roots + common)
     in_hook = [False]
+    # Events the hook judges; everything else (frame attribute reads fire ``object.__getattr__``
+    # dozens of times per call of a model) returns at the first line.
+    watched = frozenset(_PROC_EVENTS | _NET_EVENTS | _GC_EVENTS | set(_FS_EVENTS) | {
+        "object.__setattr__", "ctypes.dlsym", "ctypes.dlopen", "open"})
 
     def hook(event: str, args) -> None:
-        if in_hook[0]:
+        if in_hook[0] or (event not in watched and not event.startswith(_EXEC_PREFIXES)):
             return
         in_hook[0] = True
         try:
-            if event in _PROC_EVENTS or event.startswith("os.exec") or event.startswith("os.spawn"):
+            if event in _PROC_EVENTS or event.startswith(_EXEC_PREFIXES):
                 if not _caller_is_library():
                     on_violation(f"{event} {str(args)[:200]}")
             elif event == "socket.__new__":

@@ -54,6 +54,7 @@ from ..task import TENSORS_FILE, load_source
 from . import os_sandbox
 from .compare import ELEM_TOL, SLACK, compare, tolerances
 from .float64_trust import distrust
+from .host_load import OthersClock
 from .references import References, budget_bytes, nbytes
 from .process import CANDIDATE_FILE, REAL_INPUTS_FILE, REQUEST_FILE, RESULT_FILE
 
@@ -65,6 +66,7 @@ MAX_BATCH = 200
 FIRST_CALL_FLOOR_S = 120.0  # an engine's candidate's first calls (its lazy compiles) get this long
 CALL_FLOOR_S = 30.0         # later batches: this, plus 20x what the reference took for the same calls
 MIN_TIMED_BATCHES = 3       # and judged on the median batch of at least this many
+BUSY_SHARE = 0.25           # of a core, used by other processes during a batch: it judges nothing
 WORKER_MODULE = "torch_cudal1.harness.worker"
 
 
@@ -834,6 +836,7 @@ class Judge:
         rng = random.SystemRandom()
         full_checks = switches = 0
         ref_s = 0.0
+        others = OthersClock(self.worker.proc.pid if self.worker.proc else None)
         per_call_s = self.ref_call_s
         warm = True
         deadline = time.perf_counter() + budget
@@ -853,7 +856,9 @@ class Judge:
                     if ref_rep.get("error"):
                         e = ref_rep["error"]
                         raise RuntimeError(f"the reference failed while timed: {e.get('text')}")
+                    others.start()
                     reply, w_c = self.worker.batch(calls, self.call_timeout(size, w_r), f"in {whats[0]}")
+                    busy_s = others.others_s()
                     recs = self.batch_facts(reply, whats, self.ref_specs_like)
                     switches += int(reply.get("involuntary_switches") or 0) if not warm else 0
                     picked = set(range(size)) if warm else set(
@@ -868,7 +873,7 @@ class Judge:
                         ref_ms += s_r
                         batches.append({"W": w_c, "S": sum(s_c) / 1e3, "n": size,
                                         "O": max(0.0, w_r - sum(s_r) / 1e3),
-                                        "ipc": self.worker.wall_ping})
+                                        "ipc": self.worker.wall_ping, "busy": busy_s})
                     warm = False
                     n = len(cand_ms)
                     if n >= min_reps and len(batches) >= MIN_TIMED_BATCHES:
@@ -925,21 +930,38 @@ class Judge:
         batch, the same code) and the pipe's round trip, is what its calls took; the reported
         times (their sum) must account for it. Judged on the median batch, so that a batch the
         host disturbed does not decide: under 35% is tampering; under 80% and the median is
-        scaled up in proportion, so times edited down buy at most 1.25x."""
-        ratios, calls_total, n = [], 0.0, 0
+        scaled up in proportion, so times edited down buy at most 1.25x.
+
+        A batch during which other processes took more than a quarter of a core
+        (``host_load.OthersClock``) says nothing either way and is left out; where every batch
+        was so, the judge's own figure per call stands in for the reported median when it is
+        the larger. The harness's own candidates (baselines, built-in rewrites) write no times
+        of their own: their figures are recorded, never judged."""
+        ratios, calls_total, n, busy = [], 0.0, 0, 0
         for b in batches:
             calls_s = max(0.0, b["W"] - b["O"] - b["ipc"])
             calls_total, n = calls_total + calls_s, n + b["n"]
+            if b.get("busy") is not None and b["busy"] > BUSY_SHARE * b["W"]:
+                busy += 1
+                continue
             slack = 0.35 * b["O"] + 0.005 + 5e-5 * b["n"]
             if calls_s > slack:   # too short to tell otherwise (the harness's noise dominates)
                 ratios.append(b["S"] / calls_s)
-        if n:
-            extra["judge_ms"] = calls_total / n * 1e3
+        judge_ms = calls_total / n * 1e3 if n else None
+        if judge_ms is not None:
+            extra["judge_ms"] = judge_ms
+        if busy:
+            extra["host_busy_batches"] = busy
         if not ratios:
+            if busy and busy == len(batches) and not self.trusted and judge_ms and judge_ms > median:
+                extra["clock"] = "judge (host busy: the reported times could not be checked)"
+                return judge_ms
             return median
         ratios.sort()
         explained = ratios[len(ratios) // 2]
         extra["explained"] = round(explained, 3)
+        if self.trusted:
+            return median
         if explained < 0.35:
             s = sum(b["S"] for b in batches)
             raise Reject("timer_tampering", (
