@@ -1,7 +1,7 @@
 """The arbiter's kept decisions: which implementation to serve for a key, beside the cache.
 
 ``<cache root>/serve/<key>.json``: what the arbiter measured in the user's process and chose
-(``torch_cudal1/arbiter.py``). Data, not code: a decision only names one of a fixed set of
+(``torch_cudal1/serve/arbiter.py``). Data, not code: a decision only names one of a fixed set of
 implementations, so one read from a bundle is checked against that set and nothing else.
 """
 from __future__ import annotations
