@@ -62,7 +62,7 @@ PREDICTABLE_SEEDS = (42, 0, 1, 1234, 2024)
 GRADS = ("no_grad", "inference")
 SAMPLED = 1024              # positions of each output checked on every timed call
 SLOT_SHARE = 1 / 16         # of host memory, for one batch's output slots (each side)
-MAX_BATCH = 200
+MAX_BATCH = 100
 FIRST_CALL_FLOOR_S = 120.0  # an engine's candidate's first calls (its lazy compiles) get this long
 CALL_FLOOR_S = 30.0         # later batches: this, plus 20x what the reference took for the same calls
 MIN_TIMED_BATCHES = 3       # and judged on the median batch of at least this many
@@ -843,9 +843,9 @@ class Judge:
         try:
             with self.lock.exclusive(), quiet_cpu(host):
                 while True:
-                    # a batch about a sixth of the budget long, and at least 30 ms where calls
+                    # a batch about a twelfth of the budget long, and at least 30 ms where calls
                     # are quick, so that a host's hiccup (a late wake-up) is small beside it
-                    fit = int(max(budget / 6, 0.03) / max(per_call_s, 1e-6))
+                    fit = int(max(budget / 12, 0.03) / max(per_call_s, 1e-6))
                     size = 3 if warm else max(4, min(self.batch, fit))
                     calls = self._timed_calls(size, rng)
                     whats = [f"timed call {len(cand_ms) + i}" for i in range(size)]
