@@ -76,7 +76,7 @@ def test_a_single_verification_pays_for_no_template(monkeypatch):
 
 
 def test_a_search_starts_the_template_only_where_it_verifies_more_than_once(monkeypatch):
-    from torch_cudal1 import search
+    import torch_cudal1.search.loop as search
     from torch_cudal1.contracts import Timing, Verdict
     from torch_cudal1.options import Options
     started = []

@@ -1,5 +1,5 @@
 """The search's rule for a winner: faster than the best baseline beyond the measured noise."""
-from torch_cudal1 import search
+import torch_cudal1.search.loop as search
 from torch_cudal1.contracts import Attempt, Candidate, Timing, Verdict
 
 

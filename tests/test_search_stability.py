@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from torch_cudal1 import search
+import torch_cudal1.search.loop as search
 from torch_cudal1.cache.store import CacheStore
 from torch_cudal1.contracts import Candidate, Timing, Verdict
 from torch_cudal1.engines.base import Engine

@@ -195,13 +195,13 @@ class Model(nn.Module):
         self.mha = nn.MultiheadAttention(64, 4, batch_first=True)
 
     def forward(self, x):
-        q, k, v = self.qkv(x).view(2, 40, 3, 4, 16).permute(2, 0, 3, 1, 4)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(2, 40, 64)
+        q, k, v = self.qkv(x).view(2, 16, 3, 4, 16).permute(2, 0, 3, 1, 4)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(2, 16, 64)
         return self.mha(y, y, y, need_weights=False)[0]
 
 
 def get_inputs():
-    return [torch.randn(2, 40, 64)]
+    return [torch.randn(2, 16, 64)]
 
 
 def get_init_inputs():
