@@ -30,7 +30,10 @@ CASES = [("linear_act", "baseline:eager"), ("linear_act", "honest_fused_linear.p
 def measure(device: str, repeat: int, time_budget_s: float) -> list[dict]:
     """In this process: the verifier importable as ``torch_cudal1`` (this checkout, or another
     revision's through PYTHONPATH)."""
-    from torch_cudal1.engines.baselines import baseline_candidate
+    try:
+        from torch_cudal1.engines.baselines import baseline_candidate
+    except ImportError:   # a revision before the package was cut by concern
+        from torch_cudal1.baselines import baseline_candidate
     from torch_cudal1.contracts import Candidate
     from torch_cudal1.task import Task
     from torch_cudal1.verify import evaluate
