@@ -10,6 +10,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# A one-op task (relu, then a scale) for tests of the cache and search plumbing around it.
+RELU_TASK = """
+import torch, torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x) * 2
+def get_inputs():
+    return [torch.randn(4, 8)]
+def get_init_inputs():
+    return []
+"""
+
 
 def run_python(code: str, env: dict | None = None, timeout: float = 600) -> dict:
     """Run ``code`` in a fresh interpreter; it must print one JSON object as its last line."""

@@ -12,22 +12,14 @@ from pathlib import Path
 import pytest
 import torch
 
+from helpers import RELU_TASK
 from torch_cudal1.cache.explain import diff_fields, fit, miss_reason
 from torch_cudal1.cache.key import cache_key, input_metadata, key_fields
 from torch_cudal1.cache.store import CacheStore
 
 ROOT = Path(__file__).resolve().parents[1]
 
-TASK = """
-import torch, torch.nn as nn
-class Model(nn.Module):
-    def forward(self, x):
-        return torch.relu(x) * 2
-def get_inputs():
-    return [torch.randn(4, 8)]
-def get_init_inputs():
-    return []
-"""
+TASK = RELU_TASK
 WINNER = """
 import torch, torch.nn as nn
 class ModelNew(nn.Module):

@@ -9,20 +9,11 @@ import sys
 
 import pytest
 
-from helpers import ROOT
+from helpers import RELU_TASK, ROOT
 from torch_cudal1.cli import build_parser, main
 from torch_cudal1.cli._common import DEVICE_HELP
 
-TASK = """
-import torch, torch.nn as nn
-class Model(nn.Module):
-    def forward(self, x):
-        return torch.relu(x) * 2
-def get_inputs():
-    return [torch.randn(4, 8)]
-def get_init_inputs():
-    return []
-"""
+TASK = RELU_TASK
 
 # One invocation per command path, with its required arguments.
 COMMANDS = [

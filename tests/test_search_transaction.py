@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import torch_cudal1.search.loop as loop
+from helpers import RELU_TASK
 from torch_cudal1.cache.store import CacheStore
 from torch_cudal1.contracts import Attempt, Timing, Verdict
 from torch_cudal1.engines.baselines import baseline_candidate
@@ -17,20 +18,7 @@ from torch_cudal1.search.transaction import (HIT, INCOMPLETE, LOCK_TIMEOUT, STOR
                                              search_and_store)
 from torch_cudal1.task import Task
 
-TASK = '''
-import torch
-import torch.nn as nn
-
-class Model(nn.Module):
-    def forward(self, x):
-        return torch.relu(x) * 2
-
-def get_inputs():
-    return [torch.randn(4, 8)]
-
-def get_init_inputs():
-    return []
-'''
+TASK = RELU_TASK
 KEY = "k" * 32
 FIELDS = {"graph": "g" * 64}
 
