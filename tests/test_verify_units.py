@@ -278,3 +278,15 @@ def test_references_are_kept_while_they_fit_else_recomputed_from_the_buffers(mon
     assert lazy[0][0].tolist() == [10.0] * 4 and lazy[-1][1].dtype == torch.float64
     assert lazy.kept(0) is None and len(lazy) == 1 and len(list(lazy)) == 1
     assert isinstance(lazy.snapshot_home(out), list)
+
+
+def test_output_slots_hold_the_verifications_batches_however_large_the_outputs():
+    """Outputs of gigabytes (a 3-D convolution's) on any host: the worker's shared memory still
+    holds every draw and the repeat of the first, and a timed batch (an honest candidate was
+    once rejected as a crash writing past the last slot)."""
+    from torch_cudal1.verify.judge import MAX_BATCH, MIN_TIMED_BATCH, slot_count
+    gib = 1 << 30
+    assert slot_count(int(2.6 * gib), 128 * gib, draws=3) >= 4
+    assert slot_count(int(2.6 * gib), 8 * gib, draws=5) >= 6
+    assert slot_count(10 * gib, 8 * gib, draws=1) >= MIN_TIMED_BATCH
+    assert slot_count(4096, 128 * gib, draws=3) == MAX_BATCH

@@ -8,6 +8,10 @@ The kernel's own accounting tells the two apart: the CPU time all processes spen
 less what this judge and every process of the candidate's sandbox spent (``/proc/<pid>/stat`` of
 the sandbox's whole process tree, read at the moment) is what others took. The candidate cannot
 change either figure; processes it starts are in its tree, so their work counts as its own.
+
+The same process table tells the judge whether the candidate is building (a compiler in its
+tree): a first call that compiles lazily is given the verification's whole limit, not the
+allowance in proportion to the reference's time (``compiler_running``).
 """
 from __future__ import annotations
 
@@ -27,13 +31,13 @@ def _host_busy_ticks() -> int | None:
     return sum(vals) - vals[3] - vals[4]
 
 
-def _tree_ticks(root: int) -> int:
-    """utime + stime of ``root`` and all its descendants (with their reaped children's)."""
-    parent, ticks = {}, {}
+def _proc_table() -> dict[int, tuple[int, int, bytes]]:
+    """pid -> (parent pid, utime + stime + cutime + cstime, command name) of every process."""
+    table = {}
     try:
         names = os.listdir("/proc")
     except OSError:
-        return 0
+        return table
     for name in names:
         if not name.isdigit():
             continue
@@ -42,19 +46,44 @@ def _tree_ticks(root: int) -> int:
                 data = f.read()
         except OSError:
             continue
+        comm = data[data.find(b"(") + 1:data.rfind(b")")]
         rest = data[data.rfind(b")") + 2:].split()   # the name may hold spaces and brackets
-        pid = int(name)
-        parent[pid] = int(rest[1])
-        ticks[pid] = sum(int(x) for x in rest[11:15])   # utime stime cutime cstime
-    total, todo = 0, [root]
+        table[int(name)] = (int(rest[1]), sum(int(x) for x in rest[11:15]), comm)
+    return table
+
+
+def _tree(root: int, table: dict) -> list[int]:
     children: dict[int, list[int]] = {}
-    for pid, pp in parent.items():
+    for pid, (pp, _, _) in table.items():
         children.setdefault(pp, []).append(pid)
+    out, todo = [], [root]
     while todo:
         pid = todo.pop()
-        total += ticks.get(pid, 0)
+        if pid in table:
+            out.append(pid)
         todo.extend(children.get(pid, ()))
-    return total
+    return out
+
+
+def _tree_ticks(root: int) -> int:
+    """utime + stime of ``root`` and all its descendants (with their reaped children's)."""
+    table = _proc_table()
+    return sum(table[pid][1] for pid in _tree(root, table))
+
+
+# Executables of the builds a candidate may run lazily in its first calls (torch's cpp_extension
+# through ninja, nvcc and the host compiler; Triton's ptxas; inductor's C++ compiles).
+COMPILERS = frozenset({b"ninja", b"nvcc", b"cicc", b"ptxas", b"fatbinary", b"nvlink", b"cudafe++",
+                       b"gcc", b"g++", b"cc", b"c++", b"cc1", b"cc1plus", b"as", b"ld", b"collect2",
+                       b"clang", b"clang++", b"x86_64-linux-gn", b"ld.gold", b"ld.bfd"})   # (15-byte names)
+
+
+def compiler_running(root: int | None) -> bool:
+    """Whether a compiler runs in the process tree under ``root`` now (read from ``/proc``)."""
+    if root is None:
+        return False
+    table = _proc_table()
+    return any(table[pid][2] in COMPILERS for pid in _tree(root, table) if pid != root)
 
 
 class OthersClock:

@@ -33,6 +33,7 @@ import copy
 import json
 import os
 import random
+import select
 import shutil
 import signal
 import subprocess
@@ -51,7 +52,7 @@ from ..harness.calls import Inputs, Runner, Slots, flatten, memfd, mix, output_s
 from ..harness.errors import classify_exception, classify_reported
 from ..harness.state import ModuleState
 from ..task import TENSORS_FILE, load_source
-from . import os_sandbox
+from . import host_load, os_sandbox
 from .compare import ELEM_TOL, SLACK, compare, tolerances
 from .float64_trust import distrust
 from .host_load import OthersClock
@@ -64,10 +65,20 @@ SAMPLED = 1024              # positions of each output checked on every timed ca
 SLOT_SHARE = 1 / 16         # of host memory, for one batch's output slots (each side)
 MAX_BATCH = 100
 FIRST_CALL_FLOOR_S = 120.0  # an engine's candidate's first calls (its lazy compiles) get this long
+MIN_TIMED_BATCH = 4         # calls; a timed batch is never smaller (the first, warm-up one is 3)
+BUILD_POLL_S = 2.0          # how often a first call past its allowance is looked at for a compiler
 CALL_FLOOR_S = 30.0         # later batches: this, plus 20x what the reference took for the same calls
 MIN_TIMED_BATCHES = 3       # and judged on the median batch of at least this many
 BUSY_SHARE = 0.25           # of a core, used by other processes during a batch: it judges nothing
 WORKER_MODULE = "torch_cudal1.harness.worker"
+
+
+def slot_count(out_bytes: int, host_bytes: int, draws: int) -> int:
+    """Output slots of the worker's shared memory: as many calls as SLOT_SHARE of the host's
+    memory holds (at most MAX_BATCH), and never fewer than the verification's own batches need
+    (every draw and the repeat of the first; a timed batch of four), however large the outputs."""
+    fit = int(SLOT_SHARE * host_bytes) // max(out_bytes, 1)
+    return int(max(draws + 1, MIN_TIMED_BATCH, min(MAX_BATCH, fit)))
 
 
 class Reject(Exception):
@@ -164,13 +175,31 @@ class Worker:
         except OSError:
             return ""
 
-    def _reply(self, timeout_s: float, when: str):
+    def _wait_building(self, timeout_s: float, build_until: float) -> float:
+        """Wait for the worker's answer up to ``timeout_s``, and past it while a compiler runs in
+        its process tree (a lazy build in its first calls), up to ``build_until``; the seconds
+        the caller may then wait for the whole message."""
+        end = time.monotonic() + timeout_s
+        while not select.select([self.rep], [], [], max(0.0, end - time.monotonic()))[0]:
+            now = time.monotonic()
+            if now >= build_until or not host_load.compiler_running(self.proc.pid):
+                return 0.0
+            end = min(now + BUILD_POLL_S, build_until)
+        return max(1.0, end - time.monotonic())
+
+    def _reply(self, timeout_s: float, when: str, build_until: float | None = None):
         t0 = time.perf_counter()
         try:
-            reply = protocol.recv(self.rep, timeout_s)
+            wait = timeout_s
+            if build_until is not None and build_until > time.monotonic() + timeout_s:
+                wait = self._wait_building(timeout_s, build_until)
+                if not wait:
+                    raise protocol.Timeout(when)
+            reply = protocol.recv(self.rep, wait)
         except protocol.Timeout:
             self.kill()
-            raise Reject("timeout", f"no answer {when} within {timeout_s:.0f} s") from None
+            waited = time.perf_counter() - t0
+            raise Reject("timeout", f"no answer {when} within {waited:.0f} s") from None
         except protocol.ProtocolError as e:
             rc = self.proc.poll() if self.proc else None
             if rc is None:
@@ -194,10 +223,11 @@ class Worker:
             raise Reject("forbidden_call", str(reply["violation"])[:500])
         return reply, wall
 
-    def batch(self, calls: list[dict], timeout_s: float, when: str):
+    def batch(self, calls: list[dict], timeout_s: float, when: str,
+              build_until: float | None = None):
         t0 = time.perf_counter()
         protocol.send(self.req, {"op": "batch", "calls": calls})
-        reply, _ = self._reply(timeout_s, when)
+        reply, _ = self._reply(timeout_s, when, build_until)
         return reply, time.perf_counter() - t0
 
     def rebound(self) -> list:
@@ -443,12 +473,12 @@ class Judge:
         return recs
 
     def run_calls(self, calls: list[dict], whats: list[str], like, timeout_s: float | None = None,
-                  locked: bool = True):
+                  locked: bool = True, build_until: float | None = None):
         """The candidate runs ``calls``; (records, outputs per call, wall seconds)."""
         if timeout_s is None:
             timeout_s = self.call_timeout(len(calls))
         with self.lock.shared() if locked else contextlib.nullcontext():
-            reply, wall = self.worker.batch(calls, timeout_s, f"in {whats[0]}")
+            reply, wall = self.worker.batch(calls, timeout_s, f"in {whats[0]}", build_until)
         recs = self.batch_facts(reply, whats, like)
         self.guard(f"after {whats[-1]}")
         outs = [self._outputs(k, rec, like) for k, rec in enumerate(recs)]
@@ -539,7 +569,7 @@ class Judge:
         out_bytes = sum(s["nbytes"] for s in self.specs if s)
         self.move_budget = budget_bytes(self.device) // 4
         host = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        self.batch = int(max(2, min(MAX_BATCH, (SLOT_SHARE * host) // max(out_bytes, 1))))
+        self.batch = slot_count(out_bytes, host, len(self.draws))
         self.ref_specs_like = first[0]
         self.ref_within_alias = _spans_overlap([(d, a, b, i) for i, (d, a, b, _) in
                                                 enumerate(_tensor_spans(first[0], 0))]) is not None
@@ -671,9 +701,10 @@ class Judge:
         timeout = max(1.0, self.deadline - time.monotonic()) if first_s is None else \
             max(1.0, min(first_s, self.deadline - time.monotonic()))
         # Its first calls are where lazy compiles happen (CPU work, minutes for max-autotune):
-        # without the device lock, so that other processes' timings do not wait for them.
+        # without the device lock, so that other processes' timings do not wait for them; while
+        # a compiler runs in its tree, up to the verification's whole limit.
         recs, outs, _ = self.run_calls(calls, whats, self.ref_specs_like, timeout_s=timeout,
-                                       locked=False)
+                                       locked=False, build_until=self.deadline)
         first, again = outs[0], outs[1]
         outs = [outs[0]] + outs[2:]
         if self.cmp(first, again, first)[0] != "ok":
@@ -846,7 +877,7 @@ class Judge:
                     # a batch about a twelfth of the budget long, and at least 30 ms where calls
                     # are quick, so that a host's hiccup (a late wake-up) is small beside it
                     fit = int(max(budget / 12, 0.03) / max(per_call_s, 1e-6))
-                    size = 3 if warm else max(4, min(self.batch, fit))
+                    size = 3 if warm else max(MIN_TIMED_BATCH, min(self.batch, fit))
                     calls = self._timed_calls(size, rng)
                     whats = [f"timed call {len(cand_ms) + i}" for i in range(size)]
                     t_r = time.perf_counter()
