@@ -95,7 +95,7 @@ def attempt_record(a) -> dict:
     t = a.timing
     return ({"origin": a.candidate.origin, "reason": a.verdict.reason,
              "ms": t.median_ms if t else None, "spread_ms": t.spread_ms if t else None,
-             "n": t.n if t else None, "seconds": round(a.seconds, 1),
+             "n": t.n if t else None, "seconds": round(a.seconds, 1), "at_s": a.at_s,
              "phases": a.verdict.stats.get("phases"), "host": _host(t)}
             | ({"retimed": t.extra["retimed"]} if t and "retimed" in t.extra else {})
             | ({k: t.extra[k] for k in ("paired_ref_ms", "paired_ref_switches") if k in t.extra}

@@ -41,6 +41,11 @@ def test_two_rounds_with_every_kind_of_answer(tmp_path):
         assert res.rounds_run == 2 and res.complete
         assert res.candidates_tried == 12 and res.candidates_accepted >= 3
         assert res.winner.candidate.origin in ("openai:r1s0", "openai:r2s0")
+        # When each verdict was in: in the order they were made, within the search's time; the
+        # summary says when its winner was found (benchmarks/time_to_winner.py reads these).
+        ats = [a.at_s for a in res.attempts]
+        assert all(t is not None for t in ats) and ats == sorted(ats) and ats[-1] <= res.seconds
+        assert res.summary()["winner_at_s"] == res.winner.at_s > 0
         # Provenance of every round for the cache entry.
         assert fast.candidate.meta["analysis"] == "Vectorise the row loop."
         assert fast.candidate.meta["prompt_hash"] != by["openai:r2s0"].candidate.meta["prompt_hash"]

@@ -106,15 +106,17 @@ class Attempt:
     speedup_vs_eager: float | None = None
     speedup_vs_inductor: float | None = None
     seconds: float = 0.0             # wall time of build + verify + timing
+    at_s: float | None = None        # when its verdict was in, in seconds from its search's start
 
     def to_json(self) -> dict:
         return {"candidate": self.candidate.to_json(), "verdict": self.verdict.to_json(),
                 "timing": None if self.timing is None else self.timing.to_json(),
                 "speedup_vs_eager": self.speedup_vs_eager,
-                "speedup_vs_inductor": self.speedup_vs_inductor, "seconds": self.seconds}
+                "speedup_vs_inductor": self.speedup_vs_inductor, "seconds": self.seconds,
+                "at_s": self.at_s}
 
     @classmethod
     def from_json(cls, d: dict) -> "Attempt":
         return cls(Candidate.from_json(d["candidate"]), Verdict.from_json(d["verdict"]),
                    Timing.from_json(d.get("timing")), d.get("speedup_vs_eager"),
-                   d.get("speedup_vs_inductor"), d.get("seconds", 0.0))
+                   d.get("speedup_vs_inductor"), d.get("seconds", 0.0), d.get("at_s"))

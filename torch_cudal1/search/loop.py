@@ -69,6 +69,7 @@ class SearchResult:
                 "speedup_vs_eager": w.speedup_vs_eager, "speedup_vs_inductor": w.speedup_vs_inductor,
                 "paired_speedup_vs_eager": w.timing.paired_speedup
                 if w.timing and not (self.host_noise and not self.host_noise.decided) else None,
+                "winner_at_s": w.at_s,
                 "rounds_run": self.rounds_run, "candidates_tried": self.candidates_tried,
                 "candidates_accepted": self.candidates_accepted, "seconds": round(self.seconds, 3),
                 "complete": self.complete, "stop_reason": self.stop_reason,
@@ -164,6 +165,10 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
         with ThreadPoolExecutor(workers, thread_name_prefix="cudal1-build") as pool:
             return dict(pool.map(check, enumerate(todo)))
 
+    def record_attempt(a: Attempt) -> None:
+        a.at_s = round(time.monotonic() - start, 3)
+        attempts.append(a)
+
     def speedups(a: Attempt) -> None:
         if a.timing:
             a.speedup_vs_eager = refs.get("eager") and refs["eager"] / a.timing.median_ms
@@ -185,7 +190,7 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
             return a
         speedups(a)
         dirs[id(a)] = wd
-        attempts.append(a)
+        record_attempt(a)
         return a
 
     say(f"searching {task.name} on {device} (key {key or '-'}): baselines "
@@ -256,7 +261,7 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
                     # Rejected while building/verifying in parallel: never timed. Out of memory
                     # beside its siblings says nothing of the candidate: it is verified again alone.
                     a = Attempt(cand, early)
-                    attempts.append(a)
+                    record_attempt(a)
                     say(_fmt_line(a))
                     continue
                 if cand.meta.get("failed"):
@@ -264,7 +269,7 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
                     # as a rejected attempt with its raw answer, never sent to the verifier.
                     a = Attempt(cand, Verdict.reject(cand.meta.get("failed_reason", "no_model_new"),
                                                      str(cand.meta["failed"])))
-                    attempts.append(a)
+                    record_attempt(a)
                     say(_fmt_line(a))
                     continue
                 a = run_one(cand, timeout_s=budget_timeout())
@@ -341,5 +346,5 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
         + (f", x{winner.speedup_vs_inductor:.2f} over inductor" if winner.speedup_vs_inductor else "")
         + ("" if claims else ", no speedup claimed (host too noisy)")
         + f" ({result.candidates_tried} candidates tried, {result.candidates_accepted} accepted, "
-          f"{result.seconds:.1f} s; stop: {stop_reason})")
+          f"found at {winner.at_s or 0:.1f} s of {result.seconds:.1f} s; stop: {stop_reason})")
     return result
