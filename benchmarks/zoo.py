@@ -3,6 +3,9 @@ pass rate of each on the same list, the list drawn from PyTorch's own Dynamo ben
 
     python benchmarks/zoo.py [--models a,b] [--suites huggingface,timm,torchbench,patterns]
                              [--out benchmarks/results/zoo/cpu] [--timeout 900]
+    python benchmarks/zoo.py --device cuda --size realistic --search default --budget 60 \
+        --steady 20 --backends inductor,inductor:reduce-overhead,cudal1 --jobs 3 \
+        --out benchmarks/results/zoo/h200
 
 Each model runs in a child process per backend (a crash or a hang costs that row only): built
 with a fixed seed, called eagerly, then compiled and called twice; the outputs must equal eager's
@@ -12,49 +15,94 @@ second process is served from its cache in ``cache-only`` mode. A row is ``pass`
 ``wrong`` (outputs differ), ``crash`` (an exception reached the caller) or ``timeout``; cudal1's
 rows say how many graphs it served from a search, fell back, or hit in the second process.
 
+``--size realistic`` builds the entries ``benchmarks/zoo_realistic.py`` has at their published
+sizes, ``--device cuda`` runs them on the GPU, ``--search default`` searches with the product's
+defaults (``--budget`` seconds per graph), ``--steady N`` adds the steady-state time of eager and
+of the compiled model, and a backend ``inductor:MODE`` is ``torch.compile(mode=MODE)``.
+
 Writes ``records.jsonl`` (one line per model and backend, appended as they finish; ``--resume``
 skips those done) and ``zoo.md`` (the table, the pass rates, the command) under ``--out``.
 """
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from pathlib import Path
+
+import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST = {"baselines": "eager", "rounds": 0, "trials": 1}
 
 
+def _steady_ms(fn, device: str, n: int) -> float:
+    """Median milliseconds of one call over ``n`` calls (each waited for on the device)."""
+    times = []
+    for _ in range(n):
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn()
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return round(statistics.median(times), 4)
+
+
 def child(args) -> dict:
     """One model through one backend, in this process; the record."""
-    import torch
-
     sys.path.insert(0, str(ROOT))
     from benchmarks.zoo_models import BY_NAME, call, compare, compile_entry
+    from torch_cudal1.warm import to_device
     entry = BY_NAME[args.child]
     rec = {"model": entry.name, "suite": entry.suite, "anchor": entry.anchor,
            "backend": args.backend + (" (2nd process)" if args.cache_only else ""),
-           "dtype": entry.dtype}
-    model, inputs = entry.build()
+           "dtype": entry.dtype, "size": args.size, "device": args.device,
+           "env": {"torch": torch.__version__, "python": platform.python_version(),
+                   "where": (torch.cuda.get_device_name() if args.device.startswith("cuda")
+                             else f"{platform.machine()}, {os.cpu_count()} CPUs")}}
+    if args.size == "realistic":
+        from benchmarks.zoo_realistic import REALISTIC
+        model, inputs = REALISTIC[entry.name]()
+    else:
+        model, inputs = entry.build()
+    model, inputs = model.to(args.device), to_device(inputs, args.device)
+    backend, _, mode = args.backend.partition(":")        # inductor:max-autotune is a mode
     with torch.no_grad():
         expected = call(entry, model, inputs)
         opts = None
-        if args.backend == "cudal1":
-            opts = dict(FAST, cache_dir=args.cache_dir,
+        if backend == "cudal1":
+            opts = dict(FAST if args.search == "fast" else {}, cache_dir=args.cache_dir,
                         mode="cache-only" if args.cache_only else "search")
+            if args.budget:
+                opts["time_budget_s"] = args.budget
         try:
-            compiled = compile_entry(entry, model, args.backend, opts)
+            if mode:
+                target = model.forward if entry.run == "generate" else model
+                compiled = torch.compile(target, backend=backend, mode=mode)
+            else:
+                compiled = compile_entry(entry, model, backend, opts)
             t0 = time.monotonic()
             first = call(entry, model, inputs, compiled)
+            if args.device.startswith("cuda"):
+                torch.cuda.synchronize()
             rec["first_call_s"] = round(time.monotonic() - t0, 2)
             again = call(entry, model, inputs, compiled)
+            if args.steady:
+                rec["eager_ms"] = _steady_ms(lambda: call(entry, model, inputs), args.device,
+                                             args.steady)
+                rec["steady_ms"] = _steady_ms(lambda: call(entry, model, inputs, compiled),
+                                              args.device, args.steady)
         except Exception as e:  # noqa: BLE001 - the row says it
             rec.update(status="crash", detail=f"{type(e).__name__}: {str(e)[:300]}",
                        trace=traceback.format_exc()[-2000:])
@@ -63,7 +111,7 @@ def child(args) -> dict:
     ok2, err2, d2 = compare(expected, again, entry.dtype)
     rec.update(status="pass" if ok1 and ok2 else "wrong", max_err=max(err1, err2),
                detail=d1 or d2)
-    if args.backend == "cudal1":
+    if backend == "cudal1":
         import torch_cudal1.counters as rt
         s = rt.STATS
         rec.update(graphs=len(rt.SEEN_KEYS), hits=sum(k["hit"] for k in rt.SEEN_KEYS),
@@ -74,9 +122,10 @@ def child(args) -> dict:
     return rec
 
 
-def run_child(name: str, backend: str, cache_dir: str, timeout: float, cache_only=False) -> dict:
+def run_child(name: str, backend: str, cache_dir: str, timeout: float, cache_only=False,
+              extra: list | None = None) -> dict:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", name, "--backend", backend,
-           "--cache-dir", cache_dir] + (["--cache-only"] if cache_only else [])
+           "--cache-dir", cache_dir] + (["--cache-only"] if cache_only else []) + (extra or [])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     t0 = time.monotonic()
     try:
@@ -115,19 +164,29 @@ def _cell(rec: dict | None) -> str:
     return f"pass ({extra})"
 
 
-def markdown(recs: list[dict], command: str) -> str:
+def markdown(recs: list[dict], command: str, args=None) -> str:
     from benchmarks.zoo_models import BY_NAME
     by = {(r["model"], r["backend"]): r for r in recs}
     models = list(dict.fromkeys(r["model"] for r in recs))
-    backends = ["inductor", "cudal1", "cudal1 (2nd process)"]
-    import torch
-    lines = ["# Model zoo on CPU: inductor and cudal1 against eager", "",
+    base = (args.backends if args else "inductor,cudal1").split(",")
+    backends = [x for b in base for x in ([b, b + " (2nd process)"] if b == "cudal1" else [b])]
+    device = args.device if args else "cpu"
+    env = next((r["env"] for r in recs if r.get("env")), None) or {
+        "torch": torch.__version__, "python": platform.python_version(),
+        "where": f"{platform.machine()}, {os.cpu_count()} CPUs"}
+    search = (f"`{json.dumps(FAST)}` (a fast search: capture, search, cache and serving are "
+              "measured, not the engines)") if not args or args.search == "fast" else \
+        ("the product's defaults" + (f" with `time_budget_s={args.budget:g}` per graph"
+                                     if args.budget else ""))
+    size = "at the published configurations and serving batches of " \
+           "`benchmarks/zoo_realistic.py`" if args and args.size == "realistic" else \
+           "at tiny configurations"
+    lines = [f"# Model zoo on {device}: {', '.join(base)} against eager, {size}", "",
              "Produced by (a run, and the runs that resumed it):", "", "```",
              command, "```", "",
-             f"torch {torch.__version__}, Python {platform.python_version()}, "
-             f"{platform.machine()}, {os.cpu_count()} CPUs. cudal1 options: `{json.dumps(FAST)}` "
-             "(a fast search: capture, search, cache and serving are measured, not the engines); "
-             "its second process runs in `cache-only` mode on the first one's cache.", ""]
+             f"torch {env['torch']}, Python {env['python']}, {env['where']}. cudal1 "
+             f"options: {search}; its second process runs in `cache-only` mode on the first "
+             "one's cache.", ""]
     lines += ["## Pass rates", "", "| suite | models | " + " | ".join(backends) + " |",
               "|---|---|" + "---|" * len(backends)]
     suites = sorted({BY_NAME[m].suite for m in models})
@@ -137,7 +196,8 @@ def markdown(recs: list[dict], command: str) -> str:
         for b in backends:
             rows = [by.get((m, b)) for m in ms]
             n = sum(1 for r in rows if r and r["status"] == "pass")
-            cells.append(f"{n}/{len(ms)}")
+            ran = sum(1 for r in rows if r)
+            cells.append(f"{n}/{ran}" + (f" ({len(ms) - ran} not run)" if ran < len(ms) else ""))
         lines.append(f"| {suite} | {len(ms)} | " + " | ".join(cells) + " |")
     for b in backends:
         bad = [r for r in recs if r["backend"] == b and r["status"] != "pass"]
@@ -161,6 +221,23 @@ def markdown(recs: list[dict], command: str) -> str:
         e = BY_NAME[m]
         lines.append(f"| {m} | {e.suite} | {e.anchor} | {e.dtype} | "
                      + " | ".join(_cell(by.get((m, b))) for b in backends) + " |")
+    timed = [r for r in recs if r.get("steady_ms")]
+    if timed:
+        jobs = getattr(args, "jobs", 1) if args else 1
+        lines += ["", "## Time to first result and steady state", "",
+                  "First call: seconds from the compiled model's first call to its result (the "
+                  "compile, and for cudal1 its search, or the cache load in the second process). "
+                  "Steady state: the median of the timed calls, eager timed in the same process "
+                  "just before." + (f" {jobs} models ran at once, sharing the device and the host's "
+                                    "cores, so these times are indicative, not a benchmark "
+                                    "(`benchmarks/real_models.py` times models alone)."
+                                    if jobs > 1 else ""), "",
+                  "| model | dtype | backend | first call s | eager ms | compiled ms | x eager |",
+                  "|---|---|---|---|---|---|---|"]
+        for r in timed:
+            lines.append(f"| {r['model']} | {r['dtype']} | {r['backend']} | "
+                         f"{r.get('first_call_s', '')} | {r['eager_ms']:.3f} | "
+                         f"{r['steady_ms']:.3f} | {r['eager_ms'] / r['steady_ms']:.2f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -174,6 +251,18 @@ def main(argv=None) -> int:
     p.add_argument("--backends", default="inductor,cudal1")
     p.add_argument("--resume", action="store_true", help="keep records.jsonl's rows, run the rest")
     p.add_argument("--table-only", action="store_true", help="write zoo.md from records.jsonl")
+    p.add_argument("--device", default="cpu", help="cpu | cuda")
+    p.add_argument("--size", default="ci", choices=("ci", "realistic"),
+                   help="ci: the tiny configurations; realistic: benchmarks/zoo_realistic.py's "
+                        "published configurations and serving batches (the entries it has)")
+    p.add_argument("--search", default="fast", choices=("fast", "default"),
+                   help="cudal1's search: fast (eager as the only baseline, no engine round) or "
+                        "the product's defaults")
+    p.add_argument("--budget", type=float, default=0.0,
+                   help="cudal1's time_budget_s per graph (0: the option's default)")
+    p.add_argument("--steady", type=int, default=0,
+                   help="also time N calls of eager and of the compiled model (median ms)")
+    p.add_argument("--jobs", type=int, default=1, help="models in flight at once")
     p.add_argument("--child", help=argparse.SUPPRESS)
     p.add_argument("--backend", help=argparse.SUPPRESS)
     p.add_argument("--cache-dir", help=argparse.SUPPRESS)
@@ -204,25 +293,37 @@ def main(argv=None) -> int:
         todo = [e for e in todo if not suites or e.suite in suites]
         done = {(r["model"], r["backend"]) for r in recs}
         cache = tempfile.mkdtemp(prefix="cudal1-zoo-")
-        for e in todo:
+        extra = ["--device", args.device, "--size", args.size, "--search", args.search,
+                 "--budget", str(args.budget), "--steady", str(args.steady)]
+        if args.size == "realistic":
+            from benchmarks.zoo_realistic import REALISTIC
+            todo = [e for e in todo if e.name in REALISTIC]
+        lock = threading.Lock()
+
+        def one_model(e) -> None:
             if not e.available():
                 print(f"{e.name}: {e.needs} not installed, skipped", file=sys.stderr)
-                continue
+                return
             for backend in args.backends.split(","):
                 runs = [(backend, False)] + ([(backend, True)] if backend == "cudal1" else [])
                 for b, second in runs:
                     label = b + (" (2nd process)" if second else "")
                     if (e.name, label) in done:
                         continue
-                    rec = run_child(e.name, b, cache, args.timeout, cache_only=second)
-                    recs.append(rec)
-                    with open(records_path, "a") as f:
-                        f.write(json.dumps(rec, default=str) + "\n")
+                    rec = run_child(e.name, b, cache, args.timeout, cache_only=second,
+                                    extra=extra)
+                    with lock:
+                        recs.append(rec)
+                        with open(records_path, "a") as f:
+                            f.write(json.dumps(rec, default=str) + "\n")
                     print(f"{e.name:26} {label:22} {rec['status']:8} {rec.get('wall_s', '')} s "
                           f"{rec.get('detail', '')[:120]}", file=sys.stderr, flush=True)
+
+        with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+            list(pool.map(one_model, todo))
     commands = (out / "command.txt").read_text().strip() if (out / "command.txt").exists() \
         else command
-    (out / "zoo.md").write_text(markdown(recs, commands))
+    (out / "zoo.md").write_text(markdown(recs, commands, args))
     print((out / "zoo.md").read_text())
     return 0
 

@@ -82,7 +82,7 @@ def flatten(x) -> list:
     return []
 
 
-TOLERANCE = {"fp32": 1e-4, "bf16": 3e-2}
+TOLERANCE = {"fp32": 1e-4, "bf16": 3e-2, "fp32-tf32-conv": 1e-3}
 
 
 def compare(expected, got, dtype: str = "fp32") -> tuple[bool, float, str]:
@@ -109,7 +109,12 @@ def compare(expected, got, dtype: str = "fp32") -> tuple[bool, float, str]:
         scale = max(1.0, xd[fin].abs().max().item()) if fin.any() else 1.0
         err = (xd[fin] - yd[fin]).abs().max().item() / scale if fin.any() else 0.0
         worst = max(worst, err)
-    ok = worst <= TOLERANCE[dtype]
+    tol = TOLERANCE[dtype]
+    if dtype == "fp32" and a and a[0].is_cuda and torch.backends.cudnn.allow_tf32:
+        # PyTorch's default: eager's own convolutions run on TF32 there, whatever the matmul
+        # precision, so a compiled model that picks another cuDNN algorithm differs by that much
+        tol = max(tol, TOLERANCE["fp32-tf32-conv"])
+    ok = worst <= tol
     return ok, worst, "" if ok else f"max error {worst:.3g} of the output's scale"
 
 

@@ -95,3 +95,10 @@ def test_a_second_process_is_served_from_the_cache(vision, zoo_cache):
         # generation meets sizes its first process served with the generic implementation
         assert m["misses"] == 0 or BY_NAME[name].new_sizes, (name, m)
     print(json.dumps(r["models"]))
+
+
+def test_every_realistic_size_names_a_zoo_entry():
+    """``benchmarks/zoo.py --size realistic`` builds these in place of the entries' tiny sizes."""
+    from benchmarks.zoo_realistic import REALISTIC
+    assert set(REALISTIC) <= set(BY_NAME), set(REALISTIC) - set(BY_NAME)
+    assert all(callable(b) for b in REALISTIC.values())

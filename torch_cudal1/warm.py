@@ -132,14 +132,15 @@ def _materialize(unit: WarmUnit):
     raise KeyError(f"recipe {unit.recipe} has no model {unit.model!r} any more")
 
 
-def _to(x, device: str):
+def to_device(x, device: str):
+    """Tensors in ``x`` (nested tuples, lists, dicts) moved to ``device``; the rest as is."""
     import torch
     if isinstance(x, torch.Tensor):
         return x.to(device)
     if isinstance(x, dict):
-        return {k: _to(v, device) for k, v in x.items()}
+        return {k: to_device(v, device) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return type(x)(_to(v, device) for v in x)
+        return type(x)(to_device(v, device) for v in x)
     return x
 
 
@@ -188,12 +189,12 @@ def compile_and_call(model, sets: list, index: int, options: dict, device: str, 
     import torch
     import torch._dynamo
 
-    inputs = _to(sets[index], device)
+    inputs = to_device(sets[index], device)
     for variant in _variants(dynamic, sets):
         torch._dynamo.reset()    # fresh-process semantics: no automatic dynamic from earlier calls
         args = inputs
         if variant == "auto":
-            args = _to(sets[index], device)
+            args = to_device(sets[index], device)
             for k, dims in varying_dims(sets).items():
                 t = args[k] if not isinstance(args, torch.Tensor) else args
                 for d in dims:
