@@ -36,8 +36,22 @@ def _run(cache_dir, patch="", **env):
     return run_python(_code(patch), env={"CUDAL1_CACHE_DIR": str(cache_dir), **env})
 
 
-def test_second_process_hits_cache_without_search(tmp_path):
-    first = _run(tmp_path)
+@pytest.fixture(scope="module")
+def searched(tmp_path_factory):
+    """One process's search of MODEL into a cache (the tests below start from copies of it)."""
+    d = tmp_path_factory.mktemp("searched-cache")
+    return d, _run(d)
+
+
+def _copy_of(searched, tmp_path):
+    import shutil
+    d = tmp_path / "cache"
+    shutil.copytree(searched[0], d)
+    return d, searched[1]
+
+
+def test_second_process_hits_cache_without_search(searched, tmp_path):
+    tmp_path, first = _copy_of(searched, tmp_path)
     assert first["err"] < 1e-5
     assert first["stats"].get("searches") == 1 and first["stats"].get("cache_misses") == 1
     second = _run(tmp_path, patch=FORBID)
@@ -47,8 +61,8 @@ def test_second_process_hits_cache_without_search(tmp_path):
     assert not second["stats"].get("searches") and not second["stats"].get("fallbacks")
 
 
-def test_corrupt_entry_is_quarantined_and_rebuilt(tmp_path):
-    first = _run(tmp_path)
+def test_corrupt_entry_is_quarantined_and_rebuilt(searched, tmp_path):
+    tmp_path, first = _copy_of(searched, tmp_path)
     store = CacheStore(tmp_path)
     (key,) = store.keys()
     winner = store.entry_path(key) / "winner.py"
@@ -62,8 +76,8 @@ def test_corrupt_entry_is_quarantined_and_rebuilt(tmp_path):
     assert first["keys"] == second["keys"]
 
 
-def test_half_written_entry_is_ignored(tmp_path):
-    _run(tmp_path)
+def test_half_written_entry_is_ignored(searched, tmp_path):
+    tmp_path, _ = _copy_of(searched, tmp_path)
     store = CacheStore(tmp_path)
     (key,) = store.keys()
     # A writer killed mid-way leaves its staging dir behind, or (on a non-atomic copy) an entry

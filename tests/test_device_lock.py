@@ -99,7 +99,7 @@ def test_verifier_waits_while_another_process_times_on_the_device(tmp_path):
     holder = DeviceLock("cpu", directory=env["CUDAL1_DEVICE_LOCK_DIR"])
     assert holder.active
     with holder.exclusive():
-        v, _ = evaluate(task, cand, device="cpu", trials=2, timeout_s=25, time_it=False,
+        v, _ = evaluate(task, cand, device="cpu", trials=2, timeout_s=15, time_it=False,
                         extra_env=env)
     assert not v.accepted and v.reason == "timeout", v
     v, t = evaluate(task, cand, device="cpu", trials=2, timeout_s=120, extra_env=env)
