@@ -58,16 +58,19 @@ def test_builds_in_parallel_timing_serial(tmp_path, monkeypatch):
         t0 = time.monotonic()
         out = real(task, cand, **kw)
         with lock:
-            calls.append((cand.origin, kw.get("time_it", True), t0, time.monotonic()))
+            calls.append((cand.origin, kw.get("time_it", True), t0, time.monotonic(),
+                          kw.get("trials")))
         return out
     monkeypatch.setattr(search, "evaluate", spy)
-    opts = Options.resolve({"baselines": "eager", "rounds": 2, "samples": 3, "trials": 1,
+    opts = Options.resolve({"baselines": "eager", "rounds": 2, "samples": 3, "trials": 2,
                             "parallel_builds": 3, "cache_dir": str(tmp_path)}, env={})
     result = search.run_search(Task(TASK), opts, "cpu", engine=ThreeCandidates())
 
     pre = [c for c in calls if not c[1]]
     timed = [c for c in calls if c[1]]
     assert sorted(c[0] for c in pre) == ["scripted:a", "scripted:b", "scripted:wrong"]
+    # One draw sorts out the wrong ones; what is timed is verified on every draw again.
+    assert all(c[4] == 1 for c in pre) and all(c[4] == 2 for c in timed)
     # The three build/verify children overlapped in time.
     assert max(c[2] for c in pre) < min(c[3] for c in pre)
     # The wrong one was rejected while building and never timed; timings never overlapped.

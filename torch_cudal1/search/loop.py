@@ -147,7 +147,9 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
 
     def preverify(cands: list[Candidate]) -> dict[int, Verdict]:
         """Build and verify a round's candidates in parallel child processes (no timing), so
-        that builds use the CPU cores while timing stays one candidate at a time."""
+        that builds use the CPU cores while timing stays one candidate at a time. One input
+        draw each: this only sorts out the wrong ones early; every candidate that passes is
+        verified in full (``trials`` draws) again when it is timed."""
         todo = [c for c in cands if not c.meta.get("failed")]
         workers = min(options.parallel_builds, len(todo))
         if workers < 2:
@@ -157,7 +159,7 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
 
         def check(item):
             i, cand = item
-            verdict, _ = evaluate(task, cand, device=device, trials=options.trials,
+            verdict, _ = evaluate(task, cand, device=device, trials=1,
                                   timeout_s=timeout_s, time_it=False, precision=precision,
                                   workdir=str(workroot / f"pre{len(attempts):03d}_{i}"),
                                   capture_limit_mb=options.capture_limit_mb)
