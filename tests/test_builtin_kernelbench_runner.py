@@ -286,7 +286,7 @@ def test_a_solution_out_of_memory_beside_the_search_is_verified_again_alone(tmp_
     kb, _, _ = _fake_queue(tmp_path, 1, (1,))
     timing = Timing(median_ms=0.5, spread_ms=0.01, n=50, method="cpu_perf_counter", extra={})
     base = types.SimpleNamespace(candidate=types.SimpleNamespace(origin="baseline:eager"),
-                                 verdict=Verdict.ok(), timing=timing, seconds=1.0)
+                                 verdict=Verdict.ok(), timing=timing, seconds=1.0, at_s=1.0)
     searching = []
 
     def fake_search(task, opts, device, key="", progress=None):
@@ -328,7 +328,7 @@ def test_a_solution_timed_while_the_host_disturbed_it_is_timed_again(
     kb, _, _ = _fake_queue(tmp_path, 1, (1,))
     slow = Timing(median_ms=20.0, spread_ms=0.1, n=20, method="cuda_events", extra={})
     base = types.SimpleNamespace(candidate=types.SimpleNamespace(origin="baseline:eager"),
-                                 verdict=Verdict.ok(), timing=slow, seconds=1.0)
+                                 verdict=Verdict.ok(), timing=slow, seconds=1.0, at_s=1.0)
     monkeypatch.setattr(search_mod, "run_search", lambda task, opts, device, key="", progress=None:
                         types.SimpleNamespace(winner=base, attempts=[base], eager_ms=20.0,
                                               inductor_ms=20.0, stop_reason="rounds exhausted",
