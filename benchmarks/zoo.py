@@ -114,6 +114,10 @@ def child(args) -> dict:
     if backend == "cudal1":
         import torch_cudal1.counters as rt
         s = rt.STATS
+        from torch_cudal1.cache.store import CacheStore
+        store = CacheStore(args.cache_dir)
+        entries = [store.load(k["key"], check=False) for k in rt.SEEN_KEYS]
+        rec["winners"] = sorted({e.winner_origin for e in entries if e is not None})
         rec.update(graphs=len(rt.SEEN_KEYS), hits=sum(k["hit"] for k in rt.SEEN_KEYS),
                    searches=s.get("searches", 0), fallbacks=s.get("fallbacks", 0),
                    generic_sizes=s.get("generic_sizes", 0),
@@ -228,14 +232,15 @@ def markdown(recs: list[dict], command: str, args=None) -> str:
                   "First call: seconds from the compiled model's first call to its result (the "
                   "compile, and for cudal1 its search, or the cache load in the second process). "
                   "Steady state: the median of the timed calls, eager timed in the same process "
-                  "just before." + (f" {jobs} models ran at once, sharing the device and the host's "
-                                    "cores, so these times are indicative, not a benchmark "
-                                    "(`benchmarks/real_models.py` times models alone)."
-                                    if jobs > 1 else ""), "",
+                  "just before. A cudal1 row names the winners its cache entries hold."
+                  + (f" {jobs} models ran at once, sharing the device and the host's cores, so "
+                     "these times are indicative, not a benchmark (`benchmarks/real_models.py` "
+                     "times models alone)." if jobs > 1 else ""), "",
                   "| model | dtype | backend | first call s | eager ms | compiled ms | x eager |",
                   "|---|---|---|---|---|---|---|"]
         for r in timed:
-            lines.append(f"| {r['model']} | {r['dtype']} | {r['backend']} | "
+            served = f" ({', '.join(r['winners'])})" if r.get("winners") else ""
+            lines.append(f"| {r['model']} | {r['dtype']} | {r['backend']}{served} | "
                          f"{r.get('first_call_s', '')} | {r['eager_ms']:.3f} | "
                          f"{r['steady_ms']:.3f} | {r['eager_ms'] / r['steady_ms']:.2f} |")
     return "\n".join(lines) + "\n"
