@@ -74,6 +74,11 @@ def task_figures(rec: dict, precision: str) -> dict | None:
                                            if a.get("ms") == best_ms)}
 
 
+def _shown(path: str) -> str:
+    p = Path(path).resolve()
+    return str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else path
+
+
 def geomean(xs) -> float:
     xs = list(xs)
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
@@ -100,14 +105,14 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--records", default=str(ROOT / "benchmarks/results/kernelbench/h200/results.jsonl"))
     ap.add_argument("--precision", default="both", choices=("highest", "high", "both"))
-    ap.add_argument("--out", default=None, help="write README.md and time_to_winner.json here")
+    ap.add_argument("--out", default=None, help="write README.md and time_to_winner.jsonl here")
     args = ap.parse_args(argv)
     recs = _last(Path(args.records))
     precisions = ("highest", "high") if args.precision == "both" else (args.precision,)
     cmd = "PYTHONPATH=. python3 benchmarks/time_to_winner.py " + " ".join(
         argv if argv is not None else __import__("sys").argv[1:])
     lines = ["# Time to a winner on KernelBench", "", f"`{cmd}`", "",
-             f"Records: `{args.records}` (the last record of each task)."]
+             f"Records: `{_shown(args.records)}` (the last record of each task)."]
     data = {}
     for p in precisions:
         figs = [f for f in (task_figures(r, p) for r in recs.values()) if f]
@@ -125,7 +130,8 @@ def main(argv=None) -> int:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         (out / "README.md").write_text(text)
-        (out / "time_to_winner.json").write_text(json.dumps(data, indent=1))
+        (out / "time_to_winner.jsonl").write_text("".join(
+            json.dumps({"precision": p, **f}) + "\n" for p, figs in data.items() for f in figs))
     return 0
 
 
