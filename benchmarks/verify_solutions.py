@@ -90,7 +90,7 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=300.0)
     ap.add_argument("--max-seconds", type=float, default=float("inf"),
                     help="start no verification after this long (a rerun goes on)")
-    ap.add_argument("--ids", default=None, help="only these (L1_12,L2_3,...)")
+    ap.add_argument("--ids", default=None, help="only these (L1_12,L2_3,...), verified again")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "verify_solutions"))
     args = ap.parse_args(argv)
     out = Path(args.out)
@@ -101,6 +101,8 @@ def main(argv=None) -> int:
     if args.ids:
         want = set(args.ids.split(","))
         rows = [r for r in rows if f"L{r['level_id']}_{r['task_id']}" in want]
+        for i in want:   # named: verified again (the last line of an id is its verdict)
+            done.pop(i, None)
     todo = [r for r in rows if f"L{r['level_id']}_{r['task_id']}" not in done]
     todo.sort(key=lambda r: "load_inline" not in r["custom_code"])   # builds first: the longest
     start = time.monotonic()

@@ -232,6 +232,27 @@ def test_cudagraph_candidates_verify_on_gpu():
         assert timing is not None and timing.median_ms > 0
 
 
+@pytest.mark.gpu
+def test_cudagraph_replay_serves_calls_switching_between_inference_mode_and_no_grad():
+    """A serving loop may capture under inference_mode and call again under no_grad (or the
+    other way round): the replay's static buffers take both."""
+    from torch_cudal1.engines.baselines import baseline_candidate
+    from torch_cudal1.task import load_source
+    task = Task(DIAG, name="diag")
+    mod = load_source(cudagraph.wrap(baseline_candidate(task, "eager").source), "cudal1_test_cg_modes")
+    init = mod.get_init_inputs()
+    torch.manual_seed(0)
+    new = mod.ModelNew(*init).cuda()
+    torch.manual_seed(0)   # the same weights
+    ref = mod.Model(*init).cuda()
+    for ctx in (torch.inference_mode, torch.no_grad, torch.inference_mode, torch.no_grad):
+        a, b = [x.cuda() for x in mod.get_inputs()]
+        with ctx():
+            got, want = new(a, b), ref(a, b)
+        torch.testing.assert_close(got, want)
+    assert new._cg is not None   # replayed, not run eagerly
+
+
 ELEMENTWISE = '''
 import torch
 import torch.nn as nn
@@ -487,11 +508,15 @@ def test_tf32_candidates_pass_the_float32_tolerance_on_a_gpu_and_really_use_tf32
     own precision setting is unchanged after the call."""
     from torch_cudal1.task import load_source
     task = Task(LONG_PRODUCT, name="long_product")
-    eng = BuiltinEngine(Options.resolve({"max_autotune": "off"}))
-    cands = {c.origin: c for c in eng.propose(task, [], _ctx(1, "cuda"))}
+    # TF32 is proposed where the user's precision allows it, or on the explicit opt-in, and
+    # verified at the precision that allows it
+    opts = Options.resolve({"max_autotune": "off", "tf32": "on"})
+    assert not any("tf32" in c.origin for c in BuiltinEngine(Options.resolve(
+        {"max_autotune": "off"})).propose(task, [], _ctx(1, "cuda")))   # "highest": not proposed
+    cands = {c.origin: c for c in BuiltinEngine(opts).propose(task, [], _ctx(1, "cuda"))}
     assert {"builtin:tf32", "builtin:tf32+inductor"} <= set(cands)
     for origin in ("builtin:tf32", "builtin:tf32+inductor"):
-        verdict, _ = evaluate(task, cands[origin], device="cuda")
+        verdict, _ = evaluate(task, cands[origin], device="cuda", precision=opts.verify_precision())
         assert verdict.accepted, (origin, verdict)
     m = load_source(cands["builtin:tf32"].source, "cudal1_test_tf32_gpu").ModelNew().cuda()
     a, b = torch.randn(512, 8192, device="cuda"), torch.randn(8192, 512, device="cuda")

@@ -154,3 +154,40 @@ def test_warmed_sizes_are_served_from_the_cache_and_others_generic_without_a_sea
     # 4 again: its winner, chosen before
     assert [c["hit"] for c in calls] == [[True], [True], [False], []], calls
     assert not s.get("searches") and s.get("generic_sizes") == 1 and not s.get("fallbacks")
+
+
+def test_a_graph_whose_verification_refused_inductor_gets_no_unverified_inductor():
+    """Sizes not searched yet, and failures, run the user's graph eagerly once a verification
+    of the graph (this process's search or a cached entry's) refused inductor's answers."""
+    from torch_cudal1.options import Options
+    from torch_cudal1.serve.graph_runner import GraphRunner
+    gm = torch.fx.symbolic_trace(lambda k: (k * k) // 3)
+    opts = Options.resolve({"generic": "inductor", "fallback": "inductor"})
+    runner = GraphRunner(gm, [torch.zeros(4, dtype=torch.int64)], opts)
+    assert runner.generic().kind == "inductor" and runner.fallback().kind == "inductor"
+    attempt = {"candidate": {"origin": "baseline:inductor"},
+               "verdict": {"accepted": False, "reason": "timeout"}}
+    runner._note_refusals({"attempts": [attempt]})   # says nothing of its answers
+    assert runner.generic().kind == "inductor"
+    runner._note_refusals({"attempts": [dict(attempt, verdict={"accepted": False,
+                                                                "reason": "mismatch"})]})
+    assert runner.generic().kind == "eager" and runner.fallback().kind == "eager"
+
+
+def test_a_new_size_never_gets_answers_the_verifier_refused(tmp_path):
+    """Inductor's CPU code for an int64 product that overflows differs from eager's (the
+    verifier refuses it at the first size): the next size, served before any search of it,
+    gives eager's answers too."""
+    torch._dynamo.reset()
+
+    class M(nn.Module):
+        def forward(self, k):
+            return (k * k) // 3
+
+    m = M()
+    g = torch.Generator().manual_seed(0)
+    c = torch.compile(m, backend="cudal1", options=dict(
+        BASE, baselines="eager,inductor", cache_dir=str(tmp_path), new_shapes="generic"))
+    for n in (64, 48, 48):
+        k = torch.randint(-2**40, 2**40, (n,), generator=g)
+        assert torch.equal(c(k), m(k)), n

@@ -266,8 +266,11 @@ def test_the_verifier_accepts_the_engines_template_candidate(which, suffix, monk
         if "attention_tf32" in c.origin and c.origin.endswith(suffix)]
     assert "import torch_cudal1.templates" in cand.source
     # TF32 products: verified at the precision that allows them, the one tf32="on" opts in to
+    # off the GPU through Triton's interpreter; the GPU-marked variant runs the compiled kernel
+    on_gpu = torch.cuda.is_available()
     verdict, timing = evaluate(task, cand, build_cache_dir=str(tmp_path / "builds"), timeout_s=300,
-                               time_budget_s=0.3, extra_env={"TRITON_INTERPRET": "1"},
+                               time_budget_s=0.3, device="cuda" if on_gpu else "cpu",
+                               extra_env={} if on_gpu else {"TRITON_INTERPRET": "1"},
                                precision=Options.resolve({"tf32": "on"}).verify_precision())
     assert verdict.accepted, (verdict.reason, verdict.detail)
     assert timing is not None and timing.median_ms > 0

@@ -72,6 +72,27 @@ def test_candidate_verdict(path, forkserver, build_cache, monkeypatch):
         assert verdict.detail
 
 
+NO_AUDIT = re.compile(r"# without the audit hook: (\S+)")
+BEHIND_THE_HOOK = [p for p in FILES if NO_AUDIT.search(p.read_text())]
+
+
+@pytest.mark.parametrize("path", BEHIND_THE_HOOK, ids=[p.stem for p in BEHIND_THE_HOOK])
+def test_the_judge_refuses_them_without_the_audit_hook(path, build_cache):
+    """Defence in depth: what the audit hook stops first (frames taken to reach the worker's
+    objects), the judge in its own process still refuses with the hook off."""
+    src, task, _ = _case(path)
+    expect = NO_AUDIT.search(src).group(1)
+    verdict, timing = evaluate(task, Candidate(src, origin=f"test:{path.stem}"),
+                               build_cache_dir=build_cache, timeout_s=120, time_budget_s=0.3,
+                               extra_env={"CUDAL1_AUDIT": "0"})
+    if path.name == "timing_samples_edit.py" and verdict.accepted:
+        # other processes kept every timed batch from telling an edit from noise: the judge's
+        # clock then stands in, and the 3 ms it spins per call show
+        assert timing.median_ms >= 2.5, timing
+        return
+    assert verdict.reason in expect.split("|"), (verdict.reason, verdict.detail)
+
+
 # The checks that compare with the reference's answers again and again (caches, reused buffers,
 # seeds, repeats), with answers recomputed from each draw's buffers instead of kept, as for
 # graphs whose outputs do not fit the device several times over (verify/references.py).

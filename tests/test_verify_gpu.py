@@ -72,7 +72,10 @@ def test_honest_on_cuda_timing_fields(tmp_path):
     assert t.method == "cuda_events_l2flush" and t.median_ms > 0
     assert t.extra["paired_ref_ms"] > 0 and t.paired_speedup > 0
     assert t.extra["checked_sampled"] == t.n and t.extra["checked_in_full"] >= 3
-    assert "judge_ms" in t.extra and t.extra["explained"] > 0.35
+    # the judge's clock accounts for the reported times, unless other processes kept every
+    # timed batch from saying anything (then it only stands in where it is the larger)
+    assert "judge_ms" in t.extra
+    assert t.extra.get("explained", 1.0) > 0.35 or t.extra.get("host_busy_batches")
 
 
 @pytest.mark.parametrize("name", ["empty_reuse.py", "output_buffer_reuse.py", "cache_by_version.py",
@@ -145,7 +148,8 @@ def test_torch_compile_candidates_leave_global_settings_alone_on_cuda():
     """Inductor (default, max-autotune, reduce-overhead's CUDA graphs) runs in the candidate's
     calls without leaving a process-wide setting changed: none of them is refused
     ``global_state``. Reduce-overhead's cudagraph trees overwrite a call's outputs on the next
-    call, which the buffer-reuse check refuses (``lazy_output``): that is
+    call, which the buffer-reuse checks refuse (``lazy_output`` or, where PyTorch itself raises
+    on reading the overwritten output, ``output_aliased``): that is
     why the built-in engine replays inductor's code through its own CUDA-graph wrapper, whose
     candidates ``test_cudagraph_candidates_verify_on_gpu`` accepts."""
     from torch_cudal1.engines.baselines import baseline_candidate
@@ -153,7 +157,7 @@ def test_torch_compile_candidates_leave_global_settings_alone_on_cuda():
         v, _ = evaluate(TASK, baseline_candidate(TASK, name), device="cuda", timeout_s=300,
                         time_budget_s=0.5)
         if name == "inductor-reduce-overhead":
-            assert v.accepted or v.reason == "lazy_output", (name, v)
+            assert v.accepted or v.reason in ("lazy_output", "output_aliased"), (name, v)
         else:
             assert v.accepted, (name, v)
 
@@ -183,6 +187,12 @@ def test_judge_out_of_reach_on_cuda(name, tmp_path):
     src = (ADV / name).read_text()
     task_name, expect = src.split("# task: ")[1].split("expect: ")
     task = Task.from_file(ADV / "tasks" / f"{task_name.strip()}.py")
-    v, _ = evaluate(task, Candidate(src, origin=f"test:{name}"), device="cuda", timeout_s=300,
+    v, t = evaluate(task, Candidate(src, origin=f"test:{name}"), device="cuda", timeout_s=300,
                     time_budget_s=0.3, build_cache_dir=str(tmp_path))
+    if name == "timing_samples_edit.py" and v.accepted:
+        # Its edit reached nothing the judge reads (CUDA events time the calls there), or a busy
+        # host kept the judge from telling the edit from noise: either way the judge's clock,
+        # not the edited records, gives its time: the 3 ms it spins per call.
+        assert t.median_ms >= 2.5, t
+        return
     assert v.reason in expect.split()[0].split("|"), (v.reason, v.detail)

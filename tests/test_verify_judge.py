@@ -89,6 +89,19 @@ def test_the_judges_clock_bounds_what_reported_times_can_buy():
     got = j._cross_check(0.3, all_busy, extra)   # nothing decidable: the judge's figure stands
     assert got == pytest.approx(extra["judge_ms"]) and got > 0.3 * 4 and "host busy" in extra["clock"]
     assert j._cross_check(3.0, [dict(b, busy=0.0) for b in batches(1.0)], {}) == 3.0
+    # the whole batch's time reported on one call, the others near zero: the sum is right,
+    # the median (what is reported) is not
+    moved = [dict(b, M=1e-7) for b in batches(1.0)]
+    with pytest.raises(Reject) as r:
+        j._cross_check(1e-4, moved, {})
+    assert r.value.verdict.reason == "timer_tampering"
+    slow_tail = [dict(b, M=0.6 * b["S"] / b["n"]) for b in batches(1.0)]   # honest: a slow call
+    assert j._cross_check(1.8, slow_tail, {}) == 1.8
+    # calls each within the harness's noise, edited to nothing: over twenty batches they show
+    small = batches(0.0, n=4, per_call=0.001) * 4
+    with pytest.raises(Reject):
+        j._cross_check(1e-4, small, {})
+    assert j._cross_check(1.0, batches(1.0, n=4, per_call=0.001) * 4, {}) == 1.0
     j.trusted = True   # a baseline or built-in candidate: recorded, not judged
     extra = {}
     assert j._cross_check(0.3, batches(0.1), extra) == 0.3 and extra["explained"] == 0.1

@@ -151,3 +151,28 @@ def test_required_sandbox_refuses_without_bubblewrap(monkeypatch, tmp_path):
     verdict, _ = evaluate(Task.from_file(TASK), Candidate(src, origin="openai:r1s0"),
                           timeout_s=60, time_it=False, build_cache_dir=str(tmp_path / "b"))
     assert verdict.reason == "sandbox" and "bubblewrap" in verdict.detail, verdict.detail
+
+
+@needs_bwrap
+def test_other_files_of_the_host_are_not_there_to_read(monkeypatch, tmp_path):
+    """Homes and temporary folders are empty in the sandbox, save what the worker needs: a
+    candidate reads no one's files, and so cannot carry them out in an error message."""
+    secret = tmp_path / "notes.txt"
+    secret.write_text("tmp-secret-value\n")
+    home_file = Path.home() / ".cudal1_sandbox_read_probe"
+    home_file.write_text("home-secret-value\n")
+    try:
+        verdict, _ = _run(f'''
+found = []
+for p in ("{secret}", "{home_file}"):
+    try:
+        found.append(open(p).read())
+    except OSError:
+        pass
+if found:
+    raise RuntimeError("READ " + " ".join(found))
+''', monkeypatch, tmp_path)
+    finally:
+        home_file.unlink()
+    assert verdict.accepted, (verdict.reason, verdict.detail)   # it found nothing to raise with
+    assert "secret-value" not in verdict.detail

@@ -165,6 +165,10 @@ def test_classify_exception():
     reason, detail = classify_exception(e)
     assert reason == "build_error" and "a.cu(3): error" in detail
     assert classify_exception(ValueError("boom"))[0] == "crash"
+    # cudagraph trees' static outputs, overwritten by the next replay while the caller holds them
+    e = RuntimeError("Error: accessing tensor output of CUDAGraphs that has been overwritten by a "
+                     "subsequent run. Stack trace: ...")
+    assert classify_exception(e)[0] == "output_aliased"
 
 
 def test_guards_see_replacements():
@@ -290,3 +294,46 @@ def test_output_slots_hold_the_verifications_batches_however_large_the_outputs()
     assert slot_count(int(2.6 * gib), 8 * gib, draws=5) >= 6
     assert slot_count(10 * gib, 8 * gib, draws=1) >= MIN_TIMED_BATCH
     assert slot_count(4096, 128 * gib, draws=3) == MAX_BATCH
+
+
+def test_convolutions_under_cudnn_tf32_are_compared_at_tf32_bounds(monkeypatch):
+    """At "highest", a reference that runs a float32 convolution on a GPU where the user lets
+    cuDNN use TF32 (PyTorch's default) is compared at "high"'s bounds; without a convolution,
+    off the GPU, or with cuDNN's TF32 off, the user's precision stands."""
+    from torch_cudal1.verify import cudnn_tf32
+    conv = torch.nn.Conv2d(3, 4, 3)
+    out, seen = cudnn_tf32.run_noting(conv, torch.randn(1, 3, 8, 8))
+    assert seen and out.shape == (1, 4, 6, 6)
+    _, seen = cudnn_tf32.run_noting(lambda x: x @ x, torch.randn(4, 4))
+    assert not seen
+    _, seen = cudnn_tf32.run_noting(conv.double(), torch.randn(1, 3, 8, 8, dtype=torch.float64))
+    assert not seen   # float64 convolutions have no TF32
+
+    def broken(x):   # code a dispatch mode breaks is called again plainly
+        from torch.utils._python_dispatch import _get_current_dispatch_mode
+        if _get_current_dispatch_mode() is not None:
+            raise RuntimeError("not under a mode")
+        return x + 1
+    out, seen = cudnn_tf32.run_noting(broken, torch.zeros(2))
+    assert not seen and out.tolist() == [1.0, 1.0]
+
+    assert cudnn_tf32.compare_precision("highest", "cpu", True) == "highest"
+    monkeypatch.setattr(cudnn_tf32, "allowed", lambda device: True)
+    assert cudnn_tf32.compare_precision("highest", "cuda", True) == "high"
+    assert cudnn_tf32.compare_precision("highest", "cuda", False) == "highest"
+    assert cudnn_tf32.compare_precision("medium", "cuda", True) == "medium"
+    monkeypatch.setattr(cudnn_tf32, "allowed", lambda device: False)
+    assert cudnn_tf32.compare_precision("highest", "cuda", True) == "highest"
+
+
+def test_cudnn_tf32_follows_the_users_switch(monkeypatch):
+    from torch_cudal1.verify import cudnn_tf32
+    assert not cudnn_tf32.allowed("cpu")
+    before = torch.backends.cudnn.allow_tf32
+    try:
+        torch.backends.cudnn.allow_tf32 = True
+        assert cudnn_tf32.allowed("cuda")
+        torch.backends.cudnn.allow_tf32 = False
+        assert not cudnn_tf32.allowed("cuda")
+    finally:
+        torch.backends.cudnn.allow_tf32 = before

@@ -9,7 +9,8 @@
 # (default: a new temporary folder). With OUT set, a copy of the results written and the logs is
 # left in $OUT/gpu_run.tgz.
 #
-#   GPU_TESTS='tests/x.py -k y'   GPU tests first (GPU_TESTS_S seconds, default 150)
+#   GPU_TESTS='tests/x.py -k y'   GPU tests first (GPU_TESTS_S seconds, default 150;
+#                                 GPU_TESTS_JOBS=N: N pytest-xdist workers sharing the GPU)
 #   TAIL_GPU_TESTS='tests/...'    GPU tests last, in whatever time is left (skipped under 60 s)
 #   SCRIPTS=benchmarks/x.py,...   benchmark scripts taking --out, each into
 #                                 benchmarks/results/<script>/<gpu>/ (SCRIPT_S seconds each,
@@ -83,8 +84,8 @@ wait_native() { while [ ! -f $W/native_done ] && [ $(left) -gt ${1:-120} ]; do s
 if [ -n "${GPU_TESTS:-}" ]; then
   load gpu_tests
   secs=${GPU_TESTS_S:-150}; [ $secs -gt $(( $(left) - 40 )) ] && secs=$(( $(left) - 40 ))
-  timeout $secs python3 -m pytest -m gpu -v --durations=0 -p no:cacheprovider $GPU_TESTS \
-    > $W/gpu_tests.log 2>&1
+  timeout $secs python3 -m pytest -m gpu -v --durations=0 -p no:cacheprovider \
+    ${GPU_TESTS_JOBS:+-n $GPU_TESTS_JOBS} $GPU_TESTS > $W/gpu_tests.log 2>&1
   tail -4 $W/gpu_tests.log
 fi
 

@@ -1,4 +1,5 @@
-# task: diag_matmul  expect: stale_output
+# task: diag_matmul  expect: forbidden_call
+# without the audit hook: stale_output
 import torch
 import torch.nn as nn
 

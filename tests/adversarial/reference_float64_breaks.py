@@ -1,4 +1,5 @@
-# task: linear_act  expect: crash|timer_tampering
+# task: linear_act  expect: forbidden_call
+# without the audit hook: crash|timer_tampering
 import torch
 import torch.nn as nn
 

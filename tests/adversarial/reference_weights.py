@@ -1,4 +1,5 @@
-# task: linear_act  expect: mismatch|timer_tampering
+# task: linear_act  expect: forbidden_call
+# without the audit hook: mismatch|timer_tampering
 import torch
 import torch.nn as nn
 

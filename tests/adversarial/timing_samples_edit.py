@@ -1,4 +1,5 @@
-# task: diag_matmul  expect: timer_tampering
+# task: diag_matmul  expect: forbidden_call
+# without the audit hook: timer_tampering
 import time
 
 import torch

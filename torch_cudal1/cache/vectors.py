@@ -116,7 +116,8 @@ def run_winner(entry_dir: str | Path, device: str, inputs: list, *,
         argv = [sys.executable, "-m", "torch_cudal1.cache.vectors", str(wd)]
         if os_sandbox.active():
             argv = os_sandbox.wrap(argv, chdir=str(wd), writable=[str(wd)],
-                                   gpu=str(device).startswith("cuda"))
+                                   gpu=str(device).startswith("cuda"),
+                                   readable=[str(Path(entry_dir).resolve())])
         elif os_sandbox.required():
             raise WinnerRunError("CUDAL1_SANDBOX=bwrap, but " + (os_sandbox.check() or "it is off"))
         nonce = os.urandom(16).hex()

@@ -167,12 +167,17 @@ def render_task(gm: fx.GraphModule, inputs: list, name: str = "graph") -> Task:
     unknown = set(code.globals) - _KNOWN_GLOBALS
     if unknown:
         raise UnsupportedGraph(f"graph code needs globals {sorted(unknown)}")
+    from .op_imports import OpNotImportable, import_lines
+    try:
+        registers = import_lines(gm)
+    except OpNotImportable as e:
+        raise UnsupportedGraph(str(e)) from None
     names = [n.name for n in placeholders]
     specs = [input_spec(nm, v) for nm, v in zip(names, inputs)]
     tensors = {s["name"]: inputs[i].detach().cpu().contiguous()
                for i, s in enumerate(specs) if s.get("gen") == "captured"}
     body = "\n".join("    " + line if line.strip() else "" for line in code.src.strip("\n").splitlines())
-    source = (_PRELUDE + "import json\n\n\nclass Model(torch.nn.Module):\n"
+    source = (_PRELUDE + registers + "import json\n\n\nclass Model(torch.nn.Module):\n"
               "    def __init__(self):\n        super().__init__()\n\n"
               + body.rstrip() + "\n\n\nINPUT_SPECS_JSON = " + repr(json.dumps(specs))
               + "\n" + _INPUTS_CODE)

@@ -5,8 +5,11 @@ tries, it has no network, writes only its own folders and its processes die with
 hook (PEP 578) is a second line that gives an attempt a name (``forbidden_call``) where Python
 code makes it: process creation, sockets, C functions reached through ``ctypes`` (``system``,
 ``fork``, ``socket``, ``link``, ...), changes to files outside its folders (writes, hard and
-symbolic links, truncation, new folders), walks of the heap (``gc.get_objects``) and functions
-given another body (``f.__code__ = ...``), however the candidate spelled them. Builds may run
+symbolic links, truncation, new folders), walks of the heap (``gc.get_objects``), frames taken
+by its own code (``sys._getframe``, a traceback's ``tb_frame``, trace functions), Python's C API
+or raw addresses through ``ctypes``, and functions given another body (``f.__code__ = ...``,
+``__defaults__``), however the candidate spelled them: they lead to the harness's objects in the
+worker, whose facts about each call the judge reads. Builds may run
 their compilers: a subprocess is allowed when the code that asked for it lives in an installed
 library (torch's cpp_extension runs ninja, Triton runs ptxas and cc), never when the candidate's
 own file asked. A violation ends the worker at once (``on_violation``). ``CUDAL1_AUDIT=0`` leaves
@@ -30,6 +33,19 @@ _NET_EVENTS = {"socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg
 # Walking the heap finds the reference model and the harness (to change what they compute).
 _GC_EVENTS = {"gc.get_objects", "gc.get_referrers", "gc.get_referents"}
 _EXEC_PREFIXES = ("os.exec", "os.spawn")
+# Frames lead to the harness's objects in this process (the runner whose facts the judge reads,
+# the guards' snapshot): the candidate's own code may not take one. Every way to a frame object
+# passes one of these events (``f_back``, ``f_locals`` only work on a frame already taken).
+_FRAME_EVENTS = {"sys._getframe", "sys._current_frames", "sys._getframemodulename", "sys.settrace",
+                 "sys.setprofile"}
+_FRAME_ATTRS = {"tb_frame", "gi_frame", "cr_frame", "ag_frame"}
+# standard-library functions that hand frames to their caller (others, like logging's and
+# warnings' look at the caller's name, take one and keep it)
+_FRAME_GIVERS = {"currentframe", "stack", "trace", "getouterframes", "getinnerframes",
+                 "walk_stack", "walk_tb"}
+# attributes that give a function another behaviour under its old name
+_FUNC_BODY = {"__code__", "__defaults__", "__kwdefaults__"}
+_HARNESS_ROOT = os.path.realpath(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
 
@@ -57,6 +73,34 @@ def _caller_is_library() -> bool:
             continue
         return real.startswith(_LIB_ROOTS)
     return False
+
+
+def _where(code) -> str:
+    """'stdlib', 'library' (installed packages, this package) or 'candidate' for a code object."""
+    fn = code.co_filename
+    if fn.startswith("<frozen"):
+        return "stdlib"
+    if not fn.startswith("/"):
+        return "candidate"   # exec'd text: the candidate's (libraries' generated code is in files)
+    real = os.path.realpath(fn)
+    if real.startswith(_LIB_ROOTS) or real.startswith(_HARNESS_ROOT):
+        return "library"
+    return "stdlib" if real.startswith(_STDLIB) else "candidate"
+
+
+def _frame_taken_by_candidate() -> bool:
+    """The code that raised the event (or, for a standard-library function that hands frames
+    back, the code that called it) is the candidate's."""
+    f = sys._getframe(2)   # _frame_taken_by_candidate <- hook <- the code that raised the event
+    if f is None:
+        return False
+    where = _where(f.f_code)
+    if where == "stdlib" and f.f_code.co_name in _FRAME_GIVERS:
+        g = f.f_back
+        while g is not None and _where(g.f_code) == "stdlib" and g.f_code.co_name in _FRAME_GIVERS:
+            g = g.f_back
+        return g is not None and _where(g.f_code) == "candidate"
+    return where == "candidate"
 
 
 def _path(arg) -> str | None:
@@ -99,12 +143,15 @@ def install(allowed_write_roots: list[str], on_violation, shared: bool = True) -
     in_hook = [False]
     # Events the hook judges; everything else (frame attribute reads fire ``object.__getattr__``
     # dozens of times per call of a model) returns at the first line.
-    watched = frozenset(_PROC_EVENTS | _NET_EVENTS | _GC_EVENTS | set(_FS_EVENTS) | {
-        "object.__setattr__", "ctypes.dlsym", "ctypes.dlopen", "open"})
+    watched = frozenset(_PROC_EVENTS | _NET_EVENTS | _GC_EVENTS | set(_FS_EVENTS) | _FRAME_EVENTS | {
+        "object.__setattr__", "object.__getattr__", "ctypes.dlsym", "ctypes.dlopen", "open",
+        "ctypes.cdata", "ctypes.string_at", "ctypes.wstring_at"})
 
     def hook(event: str, args) -> None:
         if in_hook[0] or (event not in watched and not event.startswith(_EXEC_PREFIXES)):
             return
+        if event == "object.__getattr__" and (len(args) < 2 or args[1] not in _FRAME_ATTRS):
+            return   # fired for every f_code read: the common case returns here
         in_hook[0] = True
         try:
             if event in _PROC_EVENTS or event.startswith(_EXEC_PREFIXES):
@@ -118,14 +165,25 @@ def install(allowed_write_roots: list[str], on_violation, shared: bool = True) -
             elif event in _GC_EVENTS:
                 if not _caller_is_library():
                     on_violation(event)
-            elif event == "object.__setattr__" and len(args) > 1 and args[1] == "__code__":
+            elif event == "object.__setattr__" and len(args) > 1 and args[1] in _FUNC_BODY:
                 # another function's body under its old name: the reference's ops, say
                 if not _caller_is_library():
-                    on_violation(f"setting {getattr(args[0], '__qualname__', '?')}.__code__")
+                    on_violation(f"setting {getattr(args[0], '__qualname__', '?')}.{args[1]}")
+            elif event in _FRAME_EVENTS or event == "object.__getattr__":
+                if _frame_taken_by_candidate():
+                    what = args[1] if event == "object.__getattr__" else event
+                    on_violation(f"frame introspection ({what}): the harness's objects are out "
+                                 "of the candidate's reach")
+            elif event in ("ctypes.cdata", "ctypes.string_at", "ctypes.wstring_at"):
+                # memory read or typed at a raw address: any object of this process, the harness's
+                if not _caller_is_library():
+                    on_violation(f"{event}: memory at a raw address")
             elif event == "ctypes.dlsym":
                 name = args[1] if len(args) > 1 else ""
                 name = name.decode(errors="replace") if isinstance(name, bytes) else str(name)
-                if name in _LIBC_DANGER and not _caller_is_library():
+                if (name in _LIBC_DANGER or name.startswith(("Py", "_Py"))) \
+                        and not _caller_is_library():
+                    # Python's own C API reaches every object and frame of the process
                     on_violation(f"ctypes: the C function {name}")
             elif event == "ctypes.dlopen":
                 name = str(args[0] if args else "")

@@ -74,4 +74,9 @@ def classify_reported(name: str, text: str, memory: bool = False) -> tuple[str, 
         m = re.search(r"Error building extension '([^']+)'", text)
         head = f"build of {m.group(1)} failed" if m else f"build failed ({name})"
         return "build_error", head + ":\n" + trim_build_log(text)
+    if "output of CUDAGraphs that has been overwritten" in text:
+        # cudagraph trees (reduce-overhead) hand out their static outputs: the next replay
+        # overwrites the previous call's result, which the caller still holds
+        return "output_aliased", (f"an earlier call's output was overwritten by a later call "
+                                  f"(CUDA-graph static outputs handed out): {name}: {msg[:600]}")
     return "crash", f"{name}: {msg[:800]}"

@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 
+import numpy as np
 import torch
 
 _TORCH_FUNCS = ("allclose", "isclose", "equal", "manual_seed", "seed", "initial_seed",
@@ -41,6 +42,7 @@ _MODULE_FUNCS = {
            "process_time", "sleep"),
     random: ("seed", "random", "getrandbits", "randrange", "SystemRandom", "getstate", "setstate"),
     os: ("urandom", "getpid", "_exit", "replace", "write", "fsync"),
+    np: ("copyto", "uint64", "uint8", "frombuffer", "ndarray"),   # the harness's fingerprints, copies
     statistics: ("median", "quantiles", "mean"),
     threading: ("active_count", "enumerate", "Thread"),
     builtins: ("isinstance", "type", "len", "abs", "max", "min", "sum", "sorted", "float", "int",
@@ -175,3 +177,16 @@ def changed(before: dict) -> list[str]:
 
 
 _MISSING = object()
+
+
+def sealed() -> dict:
+    """This module's functions as copies that look up their globals in a private copy of its
+    namespace, taken now: replacing ``guards.changed`` or a helper it calls (through
+    ``sys.modules``) after this leaves the copies as they were, and the replacement itself shows
+    in their next check (this module's functions are in the snapshot). The copies are reached
+    only through the worker's own frame, which candidate code may not take (``audit.py``)."""
+    ns = dict(globals())
+    for k, v in list(ns.items()):
+        if isinstance(v, types.FunctionType) and v.__module__ == __name__:
+            ns[k] = types.FunctionType(v.__code__, ns, v.__name__, v.__defaults__, v.__closure__)
+    return ns

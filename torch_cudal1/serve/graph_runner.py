@@ -12,6 +12,7 @@ runs inside ``forward`` for a new size unless ``new_shapes="search"`` (what ``cu
 """
 from __future__ import annotations
 
+import hashlib
 import threading
 
 import torch
@@ -38,11 +39,40 @@ def _device_of(args) -> str:
 SEARCH_AFTER_CALLS = 2
 # At most this many sizes of one graph are searched in the background (one worker at a time).
 MAX_BACKGROUND_SIZES = 8
+# New sizes of one graph named at info level (later ones at debug level)
+NEW_SIZES_LOGGED = 3
 # (Dynamo frame, graph structure with sizes erased) -> (graph, input shapes) compiled for it since
 # the frame's first compile: a static graph whose frame compiled the same structure at other
 # sizes is a re-specialisation (dynamic=False, or a dimension Dynamo keeps static).
 _STRUCTURES: dict = {}
 _STRUCTURES_LOCK = threading.Lock()
+
+
+# (Dynamo frame, the graph's ATen operators in order) -> the reason a verification refused
+# inductor's answers for it: Dynamo's recompile of the frame with dynamic shapes is another graph
+# (sym-size inputs), whose sizes not searched yet must not get inductor either.
+_REFUSED: dict = {}
+
+
+def _frame_compile():
+    """Dynamo's id of the compile in progress (its frame and the frame's compile count), or
+    None (internal API moved, or no frame: each graph is then on its own)."""
+    try:
+        from torch._guards import CompileContext
+        cid = CompileContext.current_compile_id()
+    except Exception:  # noqa: BLE001
+        return None
+    return None if cid is None or cid.frame_id is None else cid
+
+
+def _operators_of_frame(gm: torch.fx.GraphModule):
+    cid = _frame_compile()
+    if cid is None:
+        return None
+    ops = tuple(str(n.target) for n in gm.graph.nodes if n.op == "call_function"
+                and isinstance(n.target, torch._ops.OpOverload)
+                and not n.target.name().startswith("aten::sym_"))
+    return cid.frame_id, hashlib.sha256(repr(ops).encode()).hexdigest()
 
 
 def _shapes(example_inputs) -> tuple:
@@ -53,12 +83,8 @@ def _shapes(example_inputs) -> tuple:
 def _respecialised(structure: str, specialisation) -> bool:
     """True when Dynamo is compiling this graph's frame again, and an earlier compile of the
     frame (since Dynamo's last reset) had the same structure at other sizes."""
-    try:
-        from torch._guards import CompileContext
-        cid = CompileContext.current_compile_id()
-    except Exception:  # noqa: BLE001 - internal API moved: every graph counts as new
-        return False
-    if cid is None or cid.frame_id is None:
+    cid = _frame_compile()
+    if cid is None:
         return False
     with _STRUCTURES_LOCK:
         if not cid.frame_compile_id:     # the frame's first compile: forget what came before
@@ -97,12 +123,17 @@ class GraphRunner:
         self.dynamo_gm = None             # set by the backend when Dynamo's graph takes our inputs
         self.gm, self.consts, self.graph_id, self.resized = gm, [], "?", False
         self._inductor = None             # inductor's build for every size (a dynamic graph's)
+        self._inductor_refused = None     # why a verification of this graph refused inductor
+        self._frame_ops = None            # _REFUSED's key for this graph
+        self._new_sizes = 0               # sizes served by the generic implementation so far
         try:
             self.gm, _, self.consts = lift_constants(gm, [])
             self._stage = "key"
             self.graph_id = graph_hash(self.gm.graph)
             self.resized = _respecialised(structure_hash(self.gm.graph),
                                           (self.graph_id, _shapes(example_inputs)))
+            self._frame_ops = _operators_of_frame(self.gm)
+            self._inductor_refused = _REFUSED.get(self._frame_ops)
         except Exception as e:  # noqa: BLE001 - the boundary: the graph as captured still runs
             self.gm, self.consts = gm, []
             report(self._stage, e, options, graph=self.graph_id)
@@ -111,7 +142,8 @@ class GraphRunner:
     def wants_inductor_for_every_size(self) -> bool:
         """A dynamic graph whose sizes not searched yet (or whose failures) inductor serves."""
         o = self.options
-        return self.dynamic and self._impl is None and (o.fallback == "inductor" or (
+        return self.dynamic and self._impl is None and not self._inductor_refused and (
+            o.fallback == "inductor" or (
             o.generic == "inductor" and o.mode == "search" and o.new_shapes != "search"))
 
     def set_inductor(self, fn) -> None:
@@ -186,7 +218,11 @@ class GraphRunner:
 
     def _kind(self, kind: str) -> str:
         """Inductor serves a dynamic graph only through its build for every size (made where
-        Dynamo's symbolic inputs are the runner's); without one, the graph runs eagerly."""
+        Dynamo's symbolic inputs are the runner's); without one, the graph runs eagerly. Nor
+        does it serve a graph whose verification (any size, this process's or the entry's)
+        refused inductor's answers: sizes not searched yet are not verified either."""
+        if kind == "inductor" and self._inductor_refused:
+            return "eager"
         if kind == "inductor" and self.dynamic and self._inductor is None:
             logger.debug("graph %s: dynamic, no inductor build for every size: eager instead",
                          self.graph_id[:12])
@@ -226,10 +262,15 @@ class GraphRunner:
                 return self.fallback()
             if opts.mode == "search" and self._new_shape():
                 STATS["generic_sizes"] += 1
-                logger.info("cache miss for %s, a new size of graph %s: serving the shape-generic "
-                            "%s implementation%s", key, self.graph_id[:12], opts.generic,
-                            "; searched in the background from its second call"
-                            if opts.new_shapes == "background" else "")
+                self._new_sizes += 1
+                # a generation meets a new size at every step: the first few are said
+                say = logger.info if self._new_sizes <= NEW_SIZES_LOGGED else logger.debug
+                say("cache miss for %s, a new size of graph %s: serving the shape-generic "
+                    "%s implementation%s%s", key, self.graph_id[:12], self.generic().kind,
+                    "; searched in the background from its second call"
+                    if opts.new_shapes == "background" else "",
+                    " (further new sizes of this graph are logged at debug level)"
+                    if self._new_sizes == NEW_SIZES_LOGGED else "")
                 return _Pending(self, fields, key, device)
             logger.info("cache miss for %s: %s", key, _miss_reason(store, fields))
             if opts.mode == "async":
@@ -318,8 +359,33 @@ class GraphRunner:
         else:
             logger.debug("cache-only miss %s: %s", key, _miss_reason(store, fields))
 
+    def _note_refusals(self, meta: dict) -> None:
+        """An entry's verdict on inductor: refused for its answers (not for time or memory),
+        the fallback and the shape-generic implementation of this graph are eager from now."""
+        for a in meta.get("attempts") or []:
+            try:
+                origin, verdict = a["candidate"]["origin"], a.get("verdict") or {}
+            except (KeyError, TypeError):
+                continue
+            if origin == "baseline:inductor" and verdict.get("accepted") is False \
+                    and verdict.get("reason") not in _NOT_ABOUT_ANSWERS:
+                if self._frame_ops is not None:
+                    _REFUSED[self._frame_ops] = verdict.get("reason")
+                if not self._inductor_refused:
+                    self._inductor_refused = verdict.get("reason")
+                    logger.info("graph %s: its verification refused inductor (%s): sizes not "
+                                "searched yet and failures run it eagerly", self.graph_id[:12],
+                                self._inductor_refused)
+                    with self._lock:
+                        if getattr(self._generic_fn, "kind", None) == "inductor":
+                            self._generic_fn = None
+                        if getattr(self._fallback_fn, "kind", None) == "inductor":
+                            self._fallback_fn = None
+                return
+
     def _from_entry(self, entry, device: str, hit: bool = True):
         from ..cache.winner import load_winner
+        self._note_refusals(entry.meta or {})
         # the process that stored the entry may have built its winner already (cache/winner.py)
         forward = entry.prepared or load_winner(entry, device)
         if hit:
@@ -515,7 +581,7 @@ class _Pending:
     def __init__(self, runner: GraphRunner, fields: dict, key: str, device: str):
         self.runner, self.fields, self.key, self.device = runner, fields, key, device
         self.calls = 0
-        self.generic = runner.generic()
+        runner.generic()              # built now, in the serving call that met the size
         self.full = None              # the inputs of the call that queues the search, meanwhile
 
     def __call__(self, *full):
@@ -526,7 +592,8 @@ class _Pending:
                 self.runner._queue_background(self)
             finally:
                 self.full = None      # the job holds its own copy of the inputs
-        return self.generic(*full)
+        # asked each call: a verification that refused inductor meanwhile makes it eager
+        return self.runner.generic()(*full)
 
 
 def _as_tuple(forward):
@@ -548,6 +615,10 @@ def _speed(meta: dict) -> str:
     if w.get("speedup_vs_inductor"):
         parts.append(f"x{w['speedup_vs_inductor']:.2f} over inductor")
     return ", ".join(parts) or "no speedup measured"
+
+
+# verdicts that say nothing of inductor's answers (the host, the limits)
+_NOT_ABOUT_ANSWERS = {"timeout", "memory", "sandbox"}
 
 
 def _search_times(meta: dict) -> dict:

@@ -52,7 +52,7 @@ from ..harness.calls import Inputs, Runner, Slots, flatten, memfd, mix, output_s
 from ..harness.errors import classify_exception, classify_reported
 from ..harness.state import ModuleState
 from ..task import TENSORS_FILE, load_source
-from . import host_load, os_sandbox
+from . import cudnn_tf32, host_load, os_sandbox
 from .compare import ELEM_TOL, SLACK, compare, tolerances
 from .float64_trust import distrust
 from .host_load import OthersClock
@@ -278,6 +278,7 @@ class Judge:
         self.build_dir: str | None = None
         self.check_stride = bool(req.get("check_stride", False))
         self.precision = req.get("precision") or "highest"
+        self.compare_at = self.precision   # cudnn_tf32.compare_precision, once the reference ran
         self.deadline = time.monotonic() + float(req.get("timeout_s", 300.0))
         self.trusted = not req.get("isolate")
         from ..bench.device_lock import DeviceLock
@@ -338,7 +339,7 @@ class Judge:
 
     # -- comparing ----------------------------------------------------------------------------
     def cmp(self, native, got, hi):
-        return compare(native, got, hi, precision=self.precision, checker=self.checker)
+        return compare(native, got, hi, precision=self.compare_at, checker=self.checker)
 
     def check(self, expected, got, what: str, *, earlier=()):
         native, hi = expected
@@ -556,7 +557,11 @@ class Judge:
             self.draws.append(self.inputs.real())
         self._detect_state(self.draws[0])
         t_ref = time.perf_counter()
-        first = self.reference(self.draws[0])
+        if self.precision == "highest" and cudnn_tf32.allowed(self.device):
+            first, conv = cudnn_tf32.run_noting(self.reference, self.draws[0])
+            self.compare_at = cudnn_tf32.compare_precision(self.precision, self.device, conv)
+        else:
+            first = self.reference(self.draws[0])
         self.ref_call_s = max(time.perf_counter() - t_ref, 1e-4)
         self.hi_dropped = distrust(*first)
         if self.hi_dropped:   # decided before any candidate code runs (float64_trust.py)
@@ -748,6 +753,9 @@ class Judge:
             "native" + (f" (float64 copy dropped: {self.hi_dropped})" if self.hi_dropped else ""),
             checker="native" if self.checker is not None else "python",
             stateful=self.stateful, precision=self.precision,
+            **({"compared_at": f"{self.compare_at} (cuDNN may run its float32 convolutions in "
+                               "TF32: torch.backends.cudnn.allow_tf32)"}
+               if self.compare_at != self.precision else {}),
             sandbox="bwrap" if self.sandboxed else "none").to_json()}
 
     def _native_error(self, exp) -> None:
@@ -903,6 +911,7 @@ class Judge:
                         cand_ms += s_c
                         ref_ms += s_r
                         batches.append({"W": w_c, "S": sum(s_c) / 1e3, "n": size,
+                                        "M": sorted(s_c)[len(s_c) // 2] / 1e3,
                                         "O": max(0.0, w_r - sum(s_r) / 1e3),
                                         "ipc": self.worker.wall_ping, "busy": busy_s})
                     warm = False
@@ -969,6 +978,7 @@ class Judge:
         the larger. The harness's own candidates (baselines, built-in rewrites) write no times
         of their own: their figures are recorded, never judged."""
         ratios, calls_total, n, busy = [], 0.0, 0, 0
+        decisive, small = 0, []
         # the harness's cost per call, as the median of the reference's batches (one batch's
         # own figure moves by a third from one batch to the next on a small host)
         per_call = sorted(b["O"] / b["n"] for b in batches)
@@ -980,11 +990,25 @@ class Judge:
             if b.get("busy") is not None and b["busy"] > BUSY_SHARE * b["W"]:
                 busy += 1
                 continue
+            # What is reported is the median: times moved from call to call (one call given the
+            # batch's whole time) keep the sum and not the median, so the median counts too, at
+            # half (honest calls with a slow tail keep their median above half the mean).
+            reported = min(b["S"], 2 * b["n"] * b.get("M", b["S"] / b["n"]))
             # A batch whose calls' time is within the harness's noise cannot tell an edit from
-            # that noise: it counts as accounting for its time (an edited one is long enough to
-            # show in every batch).
+            # that noise: it counts as accounting for its time where other batches decide...
             slack = 0.5 * o + 0.005 + 5e-5 * b["n"]
-            ratios.append(b["S"] / calls_s if calls_s > slack else 1.0)
+            if calls_s > slack:
+                decisive += 1
+                ratios.append(reported / calls_s)
+            else:
+                ratios.append(1.0)
+                small.append((calls_s, slack, reported))
+        if not decisive and small:
+            # ...and where none does, the batches together: their noise adds up as its square
+            # root, their time as a sum, so small work edited away shows over a whole run.
+            tot = sum(c for c, _, _ in small)
+            if tot > sum(sl for _, sl, _ in small) / len(small) ** 0.5:
+                ratios = [sum(r for _, _, r in small) / tot]
         judge_ms = calls_total / n * 1e3 if n else None
         if judge_ms is not None:
             extra["judge_ms"] = judge_ms
@@ -1031,7 +1055,7 @@ class Judge:
                 bad_nan = (~torch.isfinite(cv)) & torch.isfinite(rv)
                 fin = torch.isfinite(cv) & torch.isfinite(rv)
                 rms = float(rv[fin].square().mean().sqrt()) if bool(fin.any()) else 0.0
-                elem = tolerances(dt, self.precision)[1]
+                elem = tolerances(dt, self.compare_at)[1]
                 bound = 4 * elem * (rms + rv.abs()) + 4 * SLACK * (
                     self.native_abs[i] if i < len(self.native_abs) else 0.0)
                 if bool(bad_nan.any()) or bool(((cv - rv).abs() > bound)[fin].any()):

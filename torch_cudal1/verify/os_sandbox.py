@@ -6,9 +6,11 @@ A candidate's worker (``harness/worker.py``) is started as ``bwrap ... python -m
   process tree (when its first process ends, the kernel kills every process left in it, a
   ``setsid`` one too), its own IPC and host name;
 * no capabilities (``--cap-drop ALL``), so it cannot remount what it was given read-only;
-* the host's file system read-only (``/tmp`` too: its ``TMPDIR`` is a folder of its own), a
-  private ``/dev/shm``, and read-write only the folders it is given (its work folder, its build
-  folder, compiler caches); well-known folders of credentials hidden behind empty ones;
+* the system's folders read-only, every other top-level folder (homes, ``/tmp``, ``/mnt``,
+  project and data folders) and ``/var/tmp`` hidden behind empty private ones, with what it needs
+  there (Python, its packages, this package, CUDA, the paths of its environment) bound back
+  read-only; a private ``/dev/shm``, and read-write only the folders it is given (its work
+  folder, its build folder, compiler caches);
 * the environment cleared to an allowlist (``scrubbed_env``): no API keys, no cache secret;
 * the GPU's device files (``/dev/nvidia*``) bound in where the verification is on a GPU.
 
@@ -118,13 +120,77 @@ def _gpu_devices() -> list[str]:
         sorted(glob.glob("/dev/dri"))
 
 
-def wrap(argv: list[str], *, chdir: str, writable: list[str], gpu: bool) -> list[str]:
+# Top-level folders of the system (programs, libraries, configuration, devices), seen as they
+# are, read-only. Every other one (homes, /tmp, /mnt, /srv, project and data folders) is hidden
+# behind an empty private one, and what the worker needs inside them is bound back read-only
+# (``_needed``): a candidate reads no one's files, and carries none out in its error messages.
+_SYSTEM = {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "opt", "var", "sys",
+           "proc", "dev", "run", "boot", "snap", "nix"}
+_HIDDEN_UNDER_SYSTEM = ("/var/tmp", "/run/user")
+
+
+def _hidden_roots() -> list[str]:
+    roots = []
+    try:
+        for name in sorted(os.listdir("/")):
+            p = "/" + name
+            if name not in _SYSTEM and os.path.isdir(p) and not os.path.islink(p):
+                roots.append(p)
+    except OSError:
+        pass
+    roots += [p for p in _HIDDEN_UNDER_SYSTEM if os.path.isdir(p)]
+    home = os.path.realpath(os.path.expanduser("~"))
+    if home != "/" and not any((home + "/").startswith(r + "/") for r in roots):
+        roots.append(home)
+    return roots
+
+
+def _needed(extra: list[str]) -> list[str]:
+    """What the worker reads: Python and its packages, this package, CUDA, the paths of its
+    environment (``PATH``, ``PYTHONPATH``, ``LD_LIBRARY_PATH``) and the given ones."""
+    import sys
+    paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(sys.executable)]
+    paths += [p for p in sys.path if p]
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    paths.append(here)   # the folder holding the torch_cudal1 package
+    for var in ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH"):
+        paths += [p for p in os.environ.get(var, "").split(os.pathsep) if p]
+    for var in ("CUDA_HOME", "CUDA_PATH", "VIRTUAL_ENV"):
+        if os.environ.get(var):
+            paths.append(os.environ[var])
+    paths += extra
+    out: dict[str, str] = {}
+    for p in paths:
+        p = os.path.abspath(p)
+        if not os.path.exists(p):
+            continue
+        out[p] = p
+        out[os.path.realpath(p)] = os.path.realpath(p)
+        if os.path.islink(p):   # bound at its own name, the target's contents
+            out[p] = os.path.realpath(p)
+    return sorted(out.items(), key=lambda kv: len(kv[0]))
+
+
+def wrap(argv: list[str], *, chdir: str, writable: list[str], gpu: bool,
+         readable: list[str] | None = None) -> list[str]:
     """``argv`` to be run inside the sandbox: ``writable`` folders (created if missing) are
-    the only ones it can write to, besides its private ``/dev/shm``."""
+    the only ones it can write to, besides its private ``/dev/shm`` and the empty folders that
+    hide the host's homes and temporary folders; ``readable`` ones are bound back read-only."""
     exe = bwrap_path()
     args = _base_args(exe)
+    roots = _hidden_roots()
+    for r in roots:
+        args += ["--tmpfs", r]
+    under = tuple(r + "/" for r in roots)
+    for dest, src in _needed(list(readable or [])):
+        if (dest + "/").startswith(under) and os.path.isdir(src):
+            args += ["--ro-bind", src, dest]
+        elif (dest + "/").startswith(under) and os.path.isfile(src):
+            args += ["--ro-bind", src, dest]
     for d in _HIDDEN:
         p = os.path.expanduser(d)
+        if (os.path.realpath(p) + "/").startswith(under):
+            continue   # behind an empty folder already
         if os.path.isdir(p):
             args += ["--tmpfs", p]
         elif os.path.exists(p):

@@ -7,7 +7,9 @@ overwritten by the next replay, so handing them out would alias results across c
 the caller passes identically call after call (weights, after AOT autograd) are read in place
 instead of copied (``graph_inputs.py``). It re-captures when input shapes, strides, dtypes,
 devices or non-tensor values change, or when a tensor it read in place is replaced, and runs the
-wrapped module directly off the GPU or when autograd is recording.
+wrapped module directly off the GPU or when autograd is recording. Its buffers are normal
+tensors whichever autograd context captured it (``no_grad`` or ``inference_mode``), so that a
+serving loop may switch between the two.
 
 A capture starts and ends with cuBLAS's cached workspaces emptied (as cudagraph trees do around
 their own recordings), so that the workspace a graph's matrix products use is allocated during
@@ -53,6 +55,13 @@ class ModelNew(_cudal1_torch.nn.Module):
         return _cudal1_torch.is_grad_enabled() and any(p.requires_grad for p in self.parameters())
 
     def _capture(self, inputs):
+        # Static buffers made under inference_mode would be inference tensors, which a later
+        # call outside it (no_grad) may not copy into: they are made as normal tensors (a
+        # normal tensor may be written inside inference_mode), with autograd still off.
+        with _cudal1_torch.inference_mode(False), _cudal1_torch.no_grad():
+            self._capture_now(inputs)
+
+    def _capture_now(self, inputs):
         self._cg = None
         hold = self._plan.plan(inputs, lambda x: isinstance(x, _cudal1_torch.Tensor))
         static = [x if i in hold or not isinstance(x, _cudal1_torch.Tensor) else x.clone()
