@@ -1,5 +1,6 @@
 """A round's candidates are built and verified in parallel; timing stays one at a time, and a
-candidate rejected while building is never timed."""
+candidate rejected while building is never timed. On a GPU (``search.pipelines``) whole
+verifications, timing included, run several at once, the device lock keeping timings apart."""
 import threading
 import time
 
@@ -49,7 +50,8 @@ class ThreeCandidates(Engine):
                 Candidate(GOOD.format(scale="2.0"), origin="scripted:b")]
 
 
-def test_builds_in_parallel_timing_serial(tmp_path, monkeypatch):
+def _spy_on_evaluate(monkeypatch) -> list:
+    """(origin, timed, start, end, trials) of every verification the search starts."""
     calls = []
     lock = threading.Lock()
     real = search.evaluate
@@ -62,6 +64,11 @@ def test_builds_in_parallel_timing_serial(tmp_path, monkeypatch):
                           kw.get("trials")))
         return out
     monkeypatch.setattr(search, "evaluate", spy)
+    return calls
+
+
+def test_builds_in_parallel_timing_serial(tmp_path, monkeypatch):
+    calls = _spy_on_evaluate(monkeypatch)
     opts = Options.resolve({"baselines": "eager", "rounds": 2, "samples": 3, "trials": 2,
                             "parallel_builds": 3, "cache_dir": str(tmp_path)}, env={})
     result = search.run_search(Task(TASK), opts, "cpu", engine=ThreeCandidates())
@@ -80,6 +87,34 @@ def test_builds_in_parallel_timing_serial(tmp_path, monkeypatch):
     by_origin = {a.candidate.origin: a for a in result.attempts}
     assert by_origin["scripted:wrong"].verdict.reason == "mismatch"
     assert by_origin["scripted:a"].verdict.accepted and by_origin["scripted:a"].timing
+    result.cleanup()
+
+
+def test_pipelined_candidates_are_verified_and_timed_once_several_at_a_time(tmp_path,
+                                                                           monkeypatch):
+    """Where the device lock keeps timings alone on the device (a GPU), each candidate gets one
+    whole verification, timing included, beside its siblings: no separate parallel pre-check,
+    the wrong one rejected for its reason, every attempt stamped with when its own verdict was
+    in, and the baselines confirmed the same way."""
+    calls = _spy_on_evaluate(monkeypatch)
+    monkeypatch.setattr(search, "pipelines", lambda device: True)
+    opts = Options.resolve({"baselines": "eager", "rounds": 1, "samples": 3, "trials": 2,
+                            "parallel_builds": 3, "cache_dir": str(tmp_path)}, env={})
+    result = search.run_search(Task(TASK), opts, "cpu", engine=ThreeCandidates())
+    engine_calls = [c for c in calls if c[0].startswith("scripted:")]
+    assert sorted(c[0] for c in engine_calls) == ["scripted:a", "scripted:b", "scripted:wrong"]
+    assert all(c[1] and c[4] == 2 for c in engine_calls)     # verified in full and timed, once
+    assert max(c[2] for c in engine_calls) < min(c[3] for c in engine_calls)   # side by side
+    by_origin = {a.candidate.origin: a for a in result.attempts}
+    assert by_origin["scripted:wrong"].verdict.reason == "mismatch"
+    assert by_origin["scripted:a"].timing and by_origin["scripted:b"].timing
+    assert [a.candidate.origin for a in result.attempts] == [
+        "baseline:eager", "scripted:a", "scripted:wrong", "scripted:b"]
+    ends = {c[0]: c[3] for c in engine_calls}
+    for a in result.attempts[1:]:   # each verdict's own time, not when it was read
+        assert abs(a.at_s - (ends[a.candidate.origin] - ends["scripted:a"]
+                             + by_origin["scripted:a"].at_s)) < 0.5
+    assert result.attempts[0].timing.extra["confirmed"]["median_ms"] > 0
     result.cleanup()
 
 

@@ -32,6 +32,16 @@ from .stability import NOISY_RATIO, HostNoise, confirm_baselines, faster_of_two
 MIN_VERIFY_S = 60.0
 
 
+def pipelines(device: str) -> bool:
+    """Whether whole verifications (build, checks and timing) of several candidates may run at
+    once on ``device``: on a GPU, where the device lock keeps each timing alone on the device
+    while the others start their interpreters, build and verify, so one candidate's host work
+    hides behind another's device time. Not on a CPU, where that host work is what a timing
+    measures, nor with the device lock off, where timings would share the device."""
+    from ..bench.device_lock import lock_dir
+    return not str(device).startswith("cpu") and lock_dir() is not None
+
+
 class SearchError(RuntimeError):
     """The search could not produce any verified implementation (the reference itself failed)."""
 
@@ -139,6 +149,8 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
     attempts: list[Attempt] = []
     dirs: dict[int, Path] = {}
     refs: dict[str, float] = {}
+    runs = iter(range(10**9))   # work dir numbers, handed out before a candidate starts
+    pipelined = pipelines(device) and options.parallel_builds > 1
 
     def budget_timeout() -> float:
         left = options.time_budget_s - (time.monotonic() - start)
@@ -173,7 +185,8 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
             return dict(pool.map(check, enumerate(todo)))
 
     def record_attempt(a: Attempt) -> None:
-        a.at_s = round(time.monotonic() - start, 3)
+        if a.at_s is None:   # a pipelined attempt keeps when its own verdict was in
+            a.at_s = round(time.monotonic() - start, 3)
         attempts.append(a)
 
     def speedups(a: Attempt) -> None:
@@ -181,8 +194,9 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
             a.speedup_vs_eager = refs.get("eager") and refs["eager"] / a.timing.median_ms
             a.speedup_vs_inductor = refs.get("inductor") and refs["inductor"] / a.timing.median_ms
 
-    def run_one(cand: Candidate, record: bool = True, timeout_s: float | None = None) -> Attempt:
-        wd = workroot / (f"c{len(attempts):03d}" if record else f"again{len(attempts):03d}")
+    def run_one(cand: Candidate, record: bool = True, timeout_s: float | None = None,
+                deferred: bool = False) -> Attempt:
+        wd = workroot / (f"c{next(runs):03d}" if record else f"again{next(runs):03d}")
         t0 = time.monotonic()
         timeout_s = timeout_s or options.verify_timeout_s
         verdict, timing = evaluate(task, cand, device=device, trials=options.trials,
@@ -195,16 +209,46 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
         if not record:
             shutil.rmtree(wd, ignore_errors=True)
             return a
-        speedups(a)
         dirs[id(a)] = wd
+        if deferred:   # recorded by run_all, in the candidates' order
+            a.at_s = round(time.monotonic() - start, 3)
+            return a
+        speedups(a)
         record_attempt(a)
         return a
+
+    def run_all(cands: list[Candidate], *, budgeted: bool = True,
+                record: bool = True) -> list[Attempt | None]:
+        """``run_one`` for each of ``cands``; where ``pipelined``, up to ``parallel_builds`` at
+        once. A candidate whose turn comes after the time budget ran out is not started (None).
+        Recorded in the candidates' order, each with the time its own verdict was in. One out
+        of device memory beside its siblings is verified again alone: that says nothing of it."""
+        def one(cand):
+            if budgeted and time.monotonic() - start > options.time_budget_s:
+                return None
+            return run_one(cand, record=record, deferred=record,
+                           timeout_s=budget_timeout() if budgeted else None)
+        crowd = pipelined and len(cands) > 1
+        if crowd:
+            with ThreadPoolExecutor(min(options.parallel_builds, len(cands)),
+                                    thread_name_prefix="cudal1-candidate") as pool:
+                out = list(pool.map(one, cands))
+        else:
+            out = [one(c) for c in cands]
+        for k, (cand, a) in enumerate(zip(cands, out)):
+            if crowd and a is not None and a.verdict.reason == "memory":
+                out[k] = a = run_one(cand, record=record, deferred=record)
+            if a is not None and record:
+                speedups(a)
+                record_attempt(a)
+        return out
 
     say(f"searching {task.name} on {device} (key {key or '-'}): baselines "
         f"{', '.join(options.baseline_names())}, engine {options.engine}, "
         f"{options.rounds} rounds x {options.samples} samples")
-    for name in options.baseline_names():
-        a = run_one(baseline_candidate(task, name))
+    for a in run_all([baseline_candidate(task, n) for n in options.baseline_names()],
+                     budgeted=False):
+        name = a.candidate.identity.base
         if a.timing:
             refs[name] = a.timing.median_ms
             if name in ("eager", "inductor"):   # fill in speedups against itself
@@ -260,9 +304,14 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
             improved = False
             if engine.bounded_by_samples:
                 cands = cands[: options.samples]
-            pre = preverify(cands)
             for s, cand in enumerate(cands):
                 cand.round, cand.sample = r, s
+            # Pipelined (a GPU): each candidate verified and timed once, several at a time.
+            # Otherwise built and checked in parallel first, then timed one at a time.
+            pre = {} if pipelined else preverify(cands)
+            ran = dict(zip(map(id, cands), run_all(
+                [c for c in cands if not c.meta.get("failed")]))) if pipelined else {}
+            for cand in cands:
                 early = pre.get(id(cand))
                 if early is not None and not early.accepted and early.reason != "memory":
                     # Rejected while building/verifying in parallel: never timed. Out of memory
@@ -279,7 +328,12 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
                     record_attempt(a)
                     say(_fmt_line(a))
                     continue
-                a = run_one(cand, timeout_s=budget_timeout())
+                if pipelined:
+                    a = ran.get(id(cand))
+                    if a is None:   # not started: the time budget ran out
+                        break
+                else:
+                    a = run_one(cand, timeout_s=budget_timeout())
                 say(_fmt_line(a))
                 if a.timing and a.timing.median_ms < best_ms:
                     best_ms, improved = a.timing.median_ms, True
@@ -312,7 +366,7 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
     # candidate clears it, nothing is decided: the best baseline serves and nothing is claimed.
     noise = None
     if sum(1 for a in attempts if a.verdict.accepted and a.timing) >= 2:
-        noise = confirm_baselines(base_ok, run_one)
+        noise = confirm_baselines(base_ok, run_one, run_all)
     drift = noise.ratio if noise else 1.0
     # a baseline rejected when run again is flaky: the others are preferred
     steady = [a for a in base_ok if "reason" not in a.timing.extra.get("confirmed", {})]

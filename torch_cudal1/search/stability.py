@@ -46,13 +46,16 @@ class HostNoise:
                 "bound": NOISY_RATIO, "noisy": self.noisy, "decided": self.decided}
 
 
-def confirm_baselines(baselines: list, run_one) -> HostNoise:
+def confirm_baselines(baselines: list, run_one, run_all=None) -> HostNoise:
     """Time each accepted baseline once more, in the reverse order (``run_one(candidate,
-    record=False)`` verifies and times it in a new child); record the second timing beside the
-    first (``extra["confirmed"]``); return the largest drift."""
+    record=False)`` verifies and times it in a new child; ``run_all(candidates, record=False)``
+    all of them, several at once where the device allows); record the second timing beside
+    the first (``extra["confirmed"]``); return the largest drift."""
     worst: HostNoise | None = None
-    for a in reversed(baselines):
-        again = run_one(a.candidate, record=False)
+    order = list(reversed(baselines))
+    agains = (run_all([a.candidate for a in order], record=False, budgeted=False) if run_all
+              else [run_one(a.candidate, record=False) for a in order])
+    for a, again in zip(order, agains):
         first = a.timing
         if again.timing is None:
             noise = HostNoise(math.inf, a.candidate.origin, first.median_ms, None,
