@@ -58,7 +58,8 @@ def one_search(row: dict, precision: str, builds: int, device: str, budget_s: fl
     os.environ.update(TORCHINDUCTOR_CACHE_DIR=str(fresh / "inductor"),
                       TRITON_CACHE_DIR=str(fresh / "triton"))
     opts = Options.resolve({"engine": "builtin", "time_budget_s": budget_s, "progress": False,
-                            "parallel_builds": builds, "cache_dir": str(workdir / "cache")})
+                            "parallel_builds": builds, "pipeline": builds > 1,
+                            "cache_dir": str(workdir / "cache")})
     rec = {"id": row["id"], "precision": precision, "builds": builds}
     t0 = time.monotonic()
     try:

@@ -99,7 +99,8 @@ def test_pipelined_candidates_are_verified_and_timed_once_several_at_a_time(tmp_
     calls = _spy_on_evaluate(monkeypatch)
     monkeypatch.setattr(search, "pipelines", lambda device: True)
     opts = Options.resolve({"baselines": "eager", "rounds": 1, "samples": 3, "trials": 2,
-                            "parallel_builds": 3, "cache_dir": str(tmp_path)}, env={})
+                            "parallel_builds": 3, "pipeline": True, "cache_dir": str(tmp_path)},
+                           env={})
     result = search.run_search(Task(TASK), opts, "cpu", engine=ThreeCandidates())
     engine_calls = [c for c in calls if c[0].startswith("scripted:")]
     assert sorted(c[0] for c in engine_calls) == ["scripted:a", "scripted:b", "scripted:wrong"]

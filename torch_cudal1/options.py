@@ -136,6 +136,7 @@ class Options:
     verify_timeout_s: float = _opt("search", 300.0)  # one candidate's child (build + checks + timing)
     trials: int = _opt("search", 3)                  # fresh input draws in verification
     parallel_builds: int = _opt("search", factory=lambda: max(1, min(8, (os.cpu_count() or 2) // 2)))
+    pipeline: bool = _opt("search", False)           # on a GPU, parallel_builds whole verifications (timing included) at once
     # -- families: the built-in engine's candidate families, auto | on | off (auto: GPU, where the
     #    graph has what the family is for) -------------------------------------------------------
     tf32: str = _opt("families", "auto")             # float32 products on TF32 tensor cores (follows the user's precision; part of the key)

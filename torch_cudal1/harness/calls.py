@@ -23,19 +23,27 @@ checked from the others: the judge checks any of them, chosen after the batch.
 from __future__ import annotations
 
 import contextlib
+import gc
 import mmap
 import os
 import threading
 import time
+import types
 
 import numpy as np
 import torch
 
+from . import guards
 from .errors import chain_text
 from .protocol import layout
 
 THREAD_GRACE_S = 0.05     # how long finished-looking outputs must stay unchanged
 FLUSH_MIN_BYTES = 64 << 20
+_now = time.perf_counter   # the call's clock, bound here (see ``sealed``)
+# gc's switches, bound here: collections are off from a call's return until its facts are written,
+# so a gc callback it left cannot run (and take itself off) before ``guards.disarm`` sees it
+_gc_on, _gc_off, _gc_is_on = gc.enable, gc.disable, gc.isenabled
+_VALUES = (type(None), bool, int, float, str)
 
 
 def dtype_of(name: str) -> torch.dtype:
@@ -43,14 +51,27 @@ def dtype_of(name: str) -> torch.dtype:
 
 
 def flatten(out) -> list:
-    if isinstance(out, (list, tuple)):
+    """A result's leaves, read through the base classes' own methods: a list, tuple or dict
+    subclass's ``__iter__``, ``keys`` or ``__getitem__`` (or a key's ``__str__``) would run the
+    candidate's code after its call's timer stopped, its work done as the harness reads it."""
+    cls = type(out)
+    if issubclass(cls, (list, tuple)):
         res = []
-        for o in out:
+        for o in (list.__iter__(out) if issubclass(cls, list) else tuple.__iter__(out)):
             res.extend(flatten(o))
         return res
-    if isinstance(out, dict):
-        return flatten([out[k] for k in sorted(out, key=str)])
+    if issubclass(cls, dict):
+        keys = list(dict.keys(out))
+        if all(type(k) in _VALUES for k in keys):
+            return flatten([dict.__getitem__(out, k) for k in sorted(keys, key=str)])
     return [out]
+
+
+def type_name(o) -> str:
+    """``module.qualname`` of ``o``'s class, read through ``type``'s own descriptors (a metaclass's
+    ``__name__`` property is the candidate's code)."""
+    cls = type(o)
+    return f"{type.__dict__['__module__'].__get__(cls)}.{type.__dict__['__qualname__'].__get__(cls)}"
 
 
 def fingerprint(t: torch.Tensor) -> int:
@@ -164,6 +185,19 @@ class Inputs:
                 for x in self.real_inputs]
 
 
+def refill(buf: torch.Tensor, new: torch.Tensor) -> None:
+    """``buf``'s values replaced by ``new``'s in place: the same address, shape and version
+    counter. An input whose elements share memory (an expanded mask: stride 0) cannot be written
+    element by element; its memory span is written from ``new``'s where the draw gave ``new`` the
+    same layout, and left as it was otherwise (the judge and the worker both call this, so their
+    buffers stay alike)."""
+    if torch._debug_has_internal_overlap(buf) != 1:
+        buf.data.copy_(new)
+    elif new.stride() == buf.stride():
+        n = 1 + sum((size - 1) * step for size, step in zip(buf.shape, buf.stride()))
+        buf.data.as_strided((n,), (1,)).copy_(new.as_strided((n,), (1,)))
+
+
 def mix(old: torch.Tensor, new: torch.Tensor, seed: int, fraction: float = 0.15) -> torch.Tensor:
     """``old`` with a random part replaced by ``new``'s values: about ``fraction`` of the slices
     along its first dimension longer than one (whole samples of a batch keep their structure), or,
@@ -242,7 +276,7 @@ class Runner:
                         and b.shape == f.shape:
                     if c.get("partial") is not None:
                         f = mix(b, f, c["partial"])
-                    b.data.copy_(f)   # same address, shape and version counter
+                    refill(b, f)   # same address, shape and version counter
         elif c.get("real"):
             xs = self.inputs.real()
         else:
@@ -267,17 +301,25 @@ class Runner:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             try:
                 with _grad_context(c.get("grad", "no_grad")):
+                    hooks = guards.call_hooks()
                     start.record()
                     out = self.model(*xs)
                     end.record()
+                    collecting = _gc_is_on()
+                    _gc_off()
+                    left = guards.disarm(hooks)
             except BaseException as e:  # noqa: BLE001 - SystemExit from candidate code too
                 raise CallError(k, e) from None
         else:
             try:
                 with _grad_context(c.get("grad", "no_grad")):
-                    t0 = time.perf_counter()
+                    hooks = guards.call_hooks()
+                    t0 = _now()
                     out = self.model(*xs)
-                    ms = (time.perf_counter() - t0) * 1e3
+                    ms = (_now() - t0) * 1e3
+                    collecting = _gc_is_on()
+                    _gc_off()
+                    left = guards.disarm(hooks)
             except BaseException as e:  # noqa: BLE001
                 raise CallError(k, e) from None
         outs = flatten(out)
@@ -289,6 +331,8 @@ class Runner:
         if new_threads:
             time.sleep(THREAD_GRACE_S)
         rec = {"ms": ms, "outputs": metas}
+        if left:   # found (and taken off) before the harness touched its outputs
+            rec["hooks_left"] = left
         changed = [i for i, (o, m) in enumerate(zip(outs, metas)) if m.get("copied") and
                    fingerprint(o) != fingerprint(self.slots.view(k, i))]
         if changed:
@@ -304,17 +348,17 @@ class Runner:
         if alive:
             rec["threads_alive"] = alive
         kept_outputs.append(outs)
+        if collecting:
+            _gc_on()
         return rec
 
     def _snapshot(self, k: int, i: int, o) -> dict:
         """Copy output ``i`` of call ``k`` into its slot (when it is the tensor expected there)."""
-        if not isinstance(o, torch.Tensor):
-            try:
-                value = o if o is None or isinstance(o, (bool, int, float, str)) else repr(o)[:200]
-            except Exception:  # noqa: BLE001
-                value = "<unprintable>"
-            return {"kind": "value", "type": type(o).__name__, "value": value}
-        m = {"kind": "tensor", "type": f"{type(o).__module__}.{type(o).__name__}"}
+        if not issubclass(type(o), torch.Tensor):
+            # exact values as they are, others by their class's name: their repr is code
+            value = o if type(o) in _VALUES else f"<{type_name(o)}>"
+            return {"kind": "value", "type": type_name(o), "value": value}
+        m = {"kind": "tensor", "type": type_name(o)}
         if not is_dense(o):   # lazy or subclassed: never touched, so its work never runs here
             m["dense"] = False
             return m
@@ -381,6 +425,16 @@ class Runner:
         for name in [n for n in self.kept if n.startswith("_")]:   # a batch's own inputs
             del self.kept[name]
         return reply
+
+
+def sealed() -> dict:
+    """This module as private copies (``guards.private``), ``guards`` among them, taken before the
+    candidate is imported: replacing ``calls.flatten``, ``Runner._call`` or ``guards.disarm``
+    later, even for one call and put back before the batch's check, changes nothing they run."""
+    import sys
+    ns = guards.private(sys.modules[__name__])
+    ns["guards"] = types.SimpleNamespace(**guards.sealed())
+    return ns
 
 
 @contextlib.contextmanager

@@ -7,6 +7,7 @@ candidate is imported and compared after its construction and after every batch 
 from __future__ import annotations
 
 import builtins
+import gc
 import os
 import types
 import random
@@ -87,6 +88,7 @@ def snapshot() -> dict:
     for name in ("torch", "torch.cuda", "time", "random", "os", "json", "threading", "builtins"):
         snap[f"sys.modules[{name}]"] = sys.modules.get(name)
     snap.update(reach())
+    snap.update(hooks())
     for name in _HARNESS_MODULES:
         mod = sys.modules.get(name)
         if mod is None:
@@ -169,6 +171,74 @@ def reach(task_module=None) -> dict:
     return snap
 
 
+# -- hooks into the harness's own work -------------------------------------------------------------
+# Torch function and dispatch modes, kernels of ATen operators, gc callbacks and the dispatcher's
+# thread-local keys each run the candidate's code inside the torch calls the harness itself makes:
+# reading, copying and fingerprinting a call's outputs after its timer stopped, drawing the next
+# inputs. Work done there (the answer computed as the harness first touches it) is never timed.
+# The keys whose kernels a dense CPU or CUDA tensor's op runs through (not Meta: tracing
+# libraries register Python meta kernels on import, and a real tensor never calls them).
+_KERNEL_KEYS = frozenset((
+    "CPU", "CUDA", "BackendSelect", "ADInplaceOrView", "Autograd", "AutogradCPU", "AutogradCUDA",
+    "AutogradOther", "CompositeImplicitAutograd", "CompositeExplicitAutograd",
+    "CompositeExplicitAutogradNonFunctional", "AutocastCPU", "AutocastCUDA", "Conjugate",
+    "Negative", "ZeroTensor", "Python", "PythonDispatcher", "PythonTLSSnapshot"))
+
+
+def _kernels(op: str) -> int:
+    lines = torch._C._dispatch_dump(op).splitlines()
+    return hash("\n".join(x for x in lines if x.split(":", 1)[0].split(" ", 1)[0] in _KERNEL_KEYS))
+
+
+def _modes() -> tuple:
+    fn = [torch._C._get_function_stack_at(i) for i in range(torch._C._len_torch_function_stack())]
+    dis = [torch._C._get_dispatch_stack_at(i) for i in range(torch._C._len_torch_dispatch_stack())]
+    infra = [torch._C._get_dispatch_mode(k) for k in torch._C._TorchDispatchModeKey.__members__.values()]
+    return tuple(type(m).__name__ for m in fn + dis + infra if m is not None)
+
+
+def _tls() -> tuple:
+    return (str(torch._C._dispatch_tls_local_include_set()),
+            str(torch._C._dispatch_tls_local_exclude_set()))
+
+
+def hooks() -> dict:
+    """Map name -> _Contents for what would run code inside the harness's torch calls: the modes
+    on torch's stacks, gc's callbacks, the kernels of every ATen operator (a
+    ``torch.library.Library("aten", "IMPL")`` override shows as a change of its operator's)."""
+    snap = {"torch's mode stacks": _Contents(_modes()),
+            "gc.callbacks": _Contents(id(c) for c in gc.callbacks)}
+    for op in torch._C._dispatch_get_all_op_names():
+        if op.startswith("aten::"):
+            snap[f"the kernels of {op}"] = _Contents((_kernels(op),))
+    return snap
+
+
+def call_hooks() -> tuple:
+    """What a call could leave behind for the harness's next torch calls, cheaply read: compared
+    right after every call returns (``disarm``)."""
+    return _modes(), tuple(gc.callbacks), _tls()
+
+
+def disarm(before: tuple) -> list[str]:
+    """What of ``call_hooks()`` differs from ``before`` now that a call returned, named; modes and
+    gc callbacks it added are taken off, so the harness's own work that follows runs none of it."""
+    modes, callbacks, tls = call_hooks()
+    left = []
+    if modes != before[0]:
+        left.append(f"torch modes {list(modes)}")
+        while torch._C._len_torch_function_stack() > 0:
+            torch._C._pop_torch_function_stack()
+        while torch._C._len_torch_dispatch_stack() > 0:
+            torch._C._pop_torch_dispatch_stack()
+    if callbacks != before[1]:
+        left.append("gc callbacks")
+        gc.callbacks[:] = before[1]
+    if tls != before[2]:
+        left.append(f"dispatch keys {tls}")
+    return left
+
+
 def changed(before: dict) -> list[str]:
     """Names whose object is no longer the one in ``before`` (a ``snapshot()``)."""
     now = snapshot()
@@ -179,14 +249,30 @@ def changed(before: dict) -> list[str]:
 _MISSING = object()
 
 
-def sealed() -> dict:
-    """This module's functions as copies that look up their globals in a private copy of its
-    namespace, taken now: replacing ``guards.changed`` or a helper it calls (through
-    ``sys.modules``) after this leaves the copies as they were, and the replacement itself shows
-    in their next check (this module's functions are in the snapshot). The copies are reached
-    only through the worker's own frame, which candidate code may not take (``audit.py``)."""
-    ns = dict(globals())
+def private(module) -> dict:
+    """``module``'s functions and plain classes as copies that look up their globals in a private
+    copy of its namespace, taken now: replacing one of its functions or methods later (through
+    ``sys.modules``), even for one call and put back before the next check, leaves the copies as
+    they were. The copies are reached only through the worker's own frame, which candidate code
+    may not take (``audit.py``)."""
+    ns = dict(vars(module))
+    path = module.__file__
+
+    def copy(f):
+        return types.FunctionType(f.__code__, ns, f.__name__, f.__defaults__, f.__closure__)
+
     for k, v in list(ns.items()):
-        if isinstance(v, types.FunctionType) and v.__module__ == __name__:
-            ns[k] = types.FunctionType(v.__code__, ns, v.__name__, v.__defaults__, v.__closure__)
+        if isinstance(v, types.FunctionType) and v.__code__.co_filename == path:
+            ns[k] = copy(v)
+        elif isinstance(v, type) and v.__module__ == module.__name__ and v.__bases__ == (object,):
+            body = {m: copy(f) if isinstance(f, types.FunctionType) else f
+                    for m, f in vars(v).items() if m not in ("__dict__", "__weakref__")}
+            ns[k] = type(v.__name__, v.__bases__, body)
     return ns
+
+
+def sealed() -> dict:
+    """This module's functions as private copies (``private``): replacing ``guards.changed`` or a
+    helper it calls after this changes nothing they run, and the replacement itself shows in
+    their next check (this module's functions are in the snapshot)."""
+    return private(sys.modules[__name__])

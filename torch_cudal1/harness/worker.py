@@ -64,12 +64,16 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
     import torch
     from .. import global_settings
     from ..options import env
-    from . import audit, guards
-    from .calls import Inputs, Runner, Slots, quiet_cpu
+    from . import audit, calls, guards
     from .errors import chain_text
+    # the harness's own code as private copies, taken before the candidate's import: a function
+    # of calls.py or protocol.py swapped for one call (and put back) changes nothing they run
+    private = calls.sealed()
+    Inputs, Runner, Slots, quiet_cpu = (private[k] for k in ("Inputs", "Runner", "Slots", "quiet_cpu"))
+    send, recv = (guards.private(protocol)[k] for k in ("send", "recv"))
 
     def fail(where: str, e: BaseException) -> int:
-        protocol.send(rep_fd, {"error": {"where": where, "type": type(e).__name__,
+        send(rep_fd, {"error": {"where": where, "type": type(e).__name__,
                                          "text": chain_text(e)[-4000:]}, "phases": phases})
         return 0
 
@@ -101,7 +105,7 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
 
     def violation(detail: str) -> None:
         try:
-            protocol.send(rep_fd, {"violation": detail})
+            send(rep_fd, {"violation": detail})
         finally:
             os._exit(0)
 
@@ -114,7 +118,7 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
     except BaseException as e:  # noqa: BLE001 - SystemExit from candidate code is a verdict too
         return fail("import", e)
     if not isinstance(getattr(cand, "ModelNew", None), type):
-        protocol.send(rep_fd, {"error": {"where": "import", "type": "no_model_new",
+        send(rep_fd, {"error": {"where": "import", "type": "no_model_new",
                                          "text": "candidate defines no class ModelNew"}})
         return 0
     torch.manual_seed(int(setup["seed0"]))
@@ -139,12 +143,12 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
     slots = Slots(slot_fd, int(setup["slots"]), setup["specs"], device)
     runner = Runner(model, Inputs(task, device, real), slots, device, state=state,
                     own_file=setup["candidate"], settings=settings)
-    protocol.send(rep_fd, {"ready": True, "phases": phases, "rebound": changed(snap)[:20],
+    send(rep_fd, {"ready": True, "phases": phases, "rebound": changed(snap)[:20],
                            "scoped": global_settings.describe(changes) if changes else None,
                            "build_dir": os.environ.get("TORCH_EXTENSIONS_DIR")})
     while True:
         try:
-            msg = protocol.recv(req_fd)
+            msg = recv(req_fd)
         except protocol.ProtocolError:
             return 0
         if msg.get("op") == "batch":
@@ -156,11 +160,11 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
                 reply = {"calls": [], "error": {"index": 0, "type": type(e).__name__,
                                                 "text": chain_text(e)[-4000:]}}
             reply["involuntary_switches"] = host.get("involuntary_switches", 0)
-            protocol.send(rep_fd, reply)
+            send(rep_fd, reply)
         elif msg.get("op") == "ping":
-            protocol.send(rep_fd, {"pong": True})
+            send(rep_fd, {"pong": True})
         elif msg.get("op") == "check":   # functions rebound since the candidate was imported
-            protocol.send(rep_fd, {"rebound": changed(snap)[:20]})
+            send(rep_fd, {"rebound": changed(snap)[:20]})
         else:
             return 0
 

@@ -150,7 +150,7 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
     dirs: dict[int, Path] = {}
     refs: dict[str, float] = {}
     runs = iter(range(10**9))   # work dir numbers, handed out before a candidate starts
-    pipelined = pipelines(device) and options.parallel_builds > 1
+    pipelined = options.pipeline and pipelines(device) and options.parallel_builds > 1
 
     def budget_timeout() -> float:
         left = options.time_budget_s - (time.monotonic() - start)

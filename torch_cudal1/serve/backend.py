@@ -26,9 +26,30 @@ def cudal1_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | Non
     try:
         return _compile(gm, example_inputs, opts)
     except Exception as e:  # noqa: BLE001 - the boundary's capture stage
+        if _dynamo_breaks_graph_on(e):
+            # Dynamo turns this one into a graph break: it compiles the graph up to the op
+            # (e.g. narrow() by a tensor's value) and the rest as other graphs, each through
+            # this backend. Kept here, the whole graph would run eagerly.
+            raise
         from .fallback import report
         report("capture", e, opts, graph=_label(gm))
         return _captured_fallback(gm, example_inputs, opts)
+
+
+def _dynamo_breaks_graph_on(e: BaseException) -> bool:
+    """Dynamo catches ``e`` from a backend and breaks the graph where it arose (the fake-tensor
+    exceptions of data-dependent outputs and unsupported operators), instead of failing the
+    compile; not where the graph holds a user's ``allow_in_graph`` function (Dynamo raises
+    ``BackendCompilerFailed`` to the user there)."""
+    try:
+        from torch._dynamo.exc import exceptions_allowed_to_be_fallback
+        if not isinstance(e, exceptions_allowed_to_be_fallback):
+            return False
+        from torch._dynamo.symbolic_convert import InstructionTranslator
+        tx = InstructionTranslator.current_tx()
+        return tx is not None and not tx.output.has_user_defined_allowed_in_graph
+    except Exception:  # noqa: BLE001 - internal API moved: keep the boundary's fallback
+        return False
 
 
 def _label(gm) -> str:

@@ -48,7 +48,8 @@ import torch
 from .. import global_settings
 from ..contracts import Timing, Verdict
 from ..harness import protocol
-from ..harness.calls import Inputs, Runner, Slots, flatten, memfd, mix, output_specs, quiet_cpu
+from ..harness.calls import (Inputs, Runner, Slots, flatten, memfd, mix, output_specs, quiet_cpu,
+                             refill)
 from ..harness.errors import classify_exception, classify_reported
 from ..harness.state import ModuleState
 from ..task import TENSORS_FILE, load_source
@@ -396,6 +397,10 @@ class Judge:
     def facts(self, rec: dict, like, what: str) -> None:
         """What the worker saw of one call, against the reference's answer ``like``."""
         refs, metas = flatten(like), rec.get("outputs") or []
+        if rec.get("hooks_left"):
+            raise Reject("timer_tampering", f"{what}: its call returned leaving "
+                         f"{', '.join(map(str, rec['hooks_left']))[:300]} in place: the harness's "
+                         "own work on its outputs would run its code, outside the call's time")
         if len(metas) != len(refs):
             raise Reject("shape", f"{what}: {len(metas)} outputs, expected {len(refs)}")
         for i, (m, r) in enumerate(zip(metas, refs)):
@@ -780,7 +785,7 @@ class Judge:
         fresh = self.draw(seed)
         for b, f in zip(self.draws[0], fresh):
             if isinstance(b, torch.Tensor) and isinstance(f, torch.Tensor) and b.shape == f.shape:
-                b.data.copy_(f if mask is None else mix(b, f, mask))
+                refill(b, f if mask is None else mix(b, f, mask))
         _sync(self.device)
         exp = self.reference(self.draws[0])
         spec = self.spec(refill="d0", seed=seed)
@@ -961,7 +966,7 @@ class Judge:
         if "refill" not in c:
             return self.draw(c["seed"])
         base, fresh = self._timed_inputs(calls, k - 1), self.draw(c["seed"])
-        return [mix(b, f, c["partial"]) if isinstance(b, torch.Tensor) and isinstance(
+        return [_refilled(b, f, c["partial"]) if isinstance(b, torch.Tensor) and isinstance(
             f, torch.Tensor) and b.shape == f.shape else f for b, f in zip(base, fresh)]
 
     def _cross_check(self, median: float, batches: list[dict], extra: dict) -> float:
@@ -1068,6 +1073,15 @@ class Judge:
             if reason != "ok":
                 raise Reject("stale_output" if reason == "mismatch" else reason,
                              f"during timing, {whats[k]}: {detail}", **stats)
+
+
+def _refilled(b: torch.Tensor, f: torch.Tensor, partial) -> torch.Tensor:
+    """What ``calls.refill`` leaves in buffer ``b`` refilled in part from ``f``: an input whose
+    elements share memory keeps its values where the mixed draw has another layout."""
+    new = mix(b, f, partial)
+    if torch._debug_has_internal_overlap(b) == 1 and new.stride() != b.stride():
+        return b
+    return new
 
 
 def _quartiles(xs: list[float]) -> tuple[float, float]:
