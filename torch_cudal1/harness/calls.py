@@ -243,6 +243,23 @@ def _grad_context(name: str):
     return torch.no_grad()
 
 
+def _note_input_memory(metas: list, xs: list) -> None:
+    """Mark each output whose storage is (part of) an input's with that input's index: the judge
+    allows it where the reference's output is that input's memory too (a graph that returns its
+    input or a view of it), and those outputs change when the harness refills the input."""
+    spans = [(str(x.device), x.untyped_storage().data_ptr(),
+              x.untyped_storage().data_ptr() + x.untyped_storage().nbytes(), j)
+             for j, x in enumerate(xs) if type(x) is torch.Tensor and x.numel()]
+    for m in metas:
+        if not m.get("span"):
+            continue
+        a, b = m["span"]
+        for dev, start, end, j in spans:
+            if dev == m["device"] and a < end and start < b:
+                m["input"] = j
+                break
+
+
 class CallError(Exception):
     def __init__(self, index: int, e: BaseException):
         super().__init__(str(e))
@@ -324,6 +341,7 @@ class Runner:
                 raise CallError(k, e) from None
         outs = flatten(out)
         metas = [self._snapshot(k, i, o) for i, o in enumerate(outs)]
+        _note_input_memory(metas, xs)
         if self.cuda:
             torch.cuda.synchronize()
             ms = start.elapsed_time(end)

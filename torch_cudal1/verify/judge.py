@@ -446,6 +446,11 @@ class Judge:
                                        "reference's layout is left out of the timing")
             if not m.get("copied"):
                 raise Reject("crash", f"{what}: output {i} was not handed over")
+        for i, m in enumerate(metas):
+            if "input" in m and self.ref_input_memory.get(i) != m["input"]:
+                raise Reject("output_aliased", f"{what}: output {i} is the memory of input "
+                             f"{m['input']}, which the reference's is not (a caller writing to "
+                             "the result would change its input)")
         spans = [(m["device"], m["span"][0], m["span"][1], i) for i, m in enumerate(metas)
                  if m.get("span")]
         both = _spans_overlap(spans)
@@ -488,12 +493,16 @@ class Judge:
         recs = self.batch_facts(reply, whats, like)
         self.guard(f"after {whats[-1]}")
         outs = [self._outputs(k, rec, like) for k, rec in enumerate(recs)]
-        if reply.get("changed_later"):
-            k, i = reply["changed_later"][0]
+        # An output that is its input's memory (as the reference's is, facts() saw to that)
+        # changes when the harness refills that input and is shared by calls on the same input.
+        later = [(k, i) for k, i in reply.get("changed_later") or ()
+                 if "input" not in recs[k]["outputs"][i]]
+        if later:
+            k, i = later[0]
             raise Reject("output_aliased", f"the output of {whats[k]} changed when later calls ran "
                                            "(a reused output buffer)")
         spans = [(m["device"], m["span"][0], m["span"][1], k) for k, rec in enumerate(recs)
-                 for m in rec["outputs"] if m.get("span")]
+                 for m in rec["outputs"] if m.get("span") and "input" not in m]
         shared = _spans_overlap(spans)
         if shared and not self.reference_shares_across_calls():
             raise Reject("output_aliased", f"the outputs of {whats[shared[0]]} and "
@@ -505,6 +514,24 @@ class Judge:
         rebound = self.worker.rebound()
         if rebound:
             raise Reject("timer_tampering", f"{when}: changed {', '.join(sorted(rebound)[:6])}")
+
+    def _reference_input_memory(self) -> dict:
+        """{output index: input index} for the reference's outputs that are (part of) an input's
+        memory: a graph that hands back its input or a view of it."""
+        xs = _clone(self.draws[0])
+        with self.lock.shared(), torch.no_grad():
+            if self.stateful:
+                self.ref_state.restore()
+            outs = self.ref(*xs)
+        _sync(self.device)
+        ins = [(d, a, b, j) for j, x in enumerate(xs) for d, a, b, _ in _tensor_spans([x], j)]
+        found = {}
+        for i, x in enumerate(flatten(outs)):
+            for d, a, b, _ in _tensor_spans([x], i):
+                hit = next((j for dj, s, e, j in ins if dj == d and a < e and s < b), None)
+                if hit is not None:
+                    found[i] = hit
+        return found
 
     def reference_shares_across_calls(self) -> bool:
         if self._ref_shares is None:
@@ -583,6 +610,7 @@ class Judge:
         self.ref_specs_like = first[0]
         self.ref_within_alias = _spans_overlap([(d, a, b, i) for i, (d, a, b, _) in
                                                 enumerate(_tensor_spans(first[0], 0))]) is not None
+        self.ref_input_memory = self._reference_input_memory()
         self.phases["reference_s"] = round(self._since(t0), 3)
         self._start_worker()
         result = self._verify()
