@@ -126,7 +126,10 @@ def test_native_helpers_build_and_run():
     # One timed call driven from C++: events through the CUDA runtime, the synced end counts
     # side-stream work, and the timing loop uses it once the helpers are built.
     x = torch.randn(1024, 1024, device="cuda")
-    out, synced_ms, events_ms = mod.time_call_cuda(_leaves_side_stream_work(), (x,), buf, 8)
+    fn = _leaves_side_stream_work()
+    fn(x)  # loads its kernels first: a lazy module load waits for the device, events included
+    torch.cuda.synchronize()
+    out, synced_ms, events_ms = mod.time_call_cuda(fn, (x,), buf, 8)
     assert torch.equal(out, x + 1) and synced_ms > 2 * events_ms > 0
     from torch_cudal1.bench.timing import time_callable
     t = time_callable(lambda a: a @ a, [[x]], "cuda", budget_s=0.5)
@@ -179,7 +182,8 @@ def test_global_settings_on_cuda(name, tmp_path):
                                   "reference_global_hook.py", "honest_own_hooks.py",
                                   "timing_samples_edit.py", "memo_sampled_values.py",
                                   "phase_by_batch_size.py", "env_no_grad_only.py",
-                                  "escape_ctypes_system.py", "two_outputs_same_tensor.py"])
+                                  "escape_ctypes_system.py", "two_outputs_same_tensor.py",
+                                  "honest_passes_input_through.py", "input_as_output.py"])
 def test_judge_out_of_reach_on_cuda(name, tmp_path):
     """The reference lives in the judge's process on the device too: a candidate that reaches
     for it only changes its own answers, and the clock, the checks of every timed call and the

@@ -92,7 +92,8 @@ def _store(args):
 
 
 def _resolve_key(store, key: str) -> str:
-    keys = store.keys()
+    from ..cache import failures
+    keys = sorted(set(store.keys()) | set(failures.keys(store)))
     if key in keys:
         return key
     match = [k for k in keys if k.startswith(key)] if key else []
@@ -166,9 +167,21 @@ def cmd_ls(args) -> int:
     store = _store(args)
     here = _here_fields("cuda" if _cuda() else "cpu")
     rows = [_row(store, k, here) for k in store.keys()]
+    from ..cache import failures
+    failed = [{"key": k, **(failures.known(store, k) or {})} for k in failures.keys(store)]
+    failed = [f for f in failed if "why" in f]
     if args.json:
-        print(json.dumps(rows, default=str))
+        # a failed search's row has an entry row's fields, with no entry behind them
+        print(json.dumps(rows + [{"key": f["key"], "status": f"failed: at {f['stage']}: {f['why']}",
+                                  "task": None, "graph": "", "device": None, "winner": None,
+                                  "speedup_vs_eager": None, "speedup_vs_inductor": None,
+                                  "size": 0, "created": f["time"], "last_used": None,
+                                  "fits_here": False, "imported": False, "readable": False}
+                                 for f in failed], default=str))
         return 0
+    for f in failed:
+        print(f"{f['key']}  failed at {f['stage']}, not searched again (cudal1 cache rm): "
+              f"{f['why'][:160]}")
     if not rows:
         print(f"(no entries in {store.root})")
         return 0
@@ -241,9 +254,12 @@ def _fmt_input(m: dict) -> str:
 def cmd_rm(args) -> int:
     store = _store(args)
     keys = [_resolve_key(store, k) for k in args.keys]
+    from ..cache import failures
     for k in keys:
-        store.remove(k)
-        print(f"removed {k}")
+        if store.remove(k):
+            print(f"removed {k}")
+        if failures.forget(store, k):
+            print(f"forgot {k}'s failed search: the next call for it searches again")
     return 0
 
 

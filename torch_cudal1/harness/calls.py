@@ -181,7 +181,8 @@ class Inputs:
         return [x.to(self.device) if isinstance(x, torch.Tensor) else x for x in xs]
 
     def real(self) -> list:
-        return [x.to(self.device).clone() if isinstance(x, torch.Tensor) else x
+        from .real_inputs import clone_layout
+        return [clone_layout(x, self.device) if isinstance(x, torch.Tensor) else x
                 for x in self.real_inputs]
 
 

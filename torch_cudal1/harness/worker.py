@@ -82,14 +82,8 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
     task = _load(setup["task_file"], "cudal1_task")
     real = None
     if setup.get("real_inputs"):
-        from safetensors.torch import load_file
-        import json
-        from safetensors import safe_open
-        with safe_open(setup["real_inputs"], "pt") as f:
-            meta = f.metadata()
-        tensors = load_file(setup["real_inputs"])
-        scalars = json.loads(meta["scalars"])
-        real = [tensors.get(f"i{i}", scalars.get(f"i{i}")) for i in range(int(meta["n"]))]
+        from . import real_inputs
+        real = real_inputs.load(setup["real_inputs"])
     init = task.get_init_inputs()
     # Dynamo rebinds some torch functions when first imported: imported before the snapshot
     # where the candidate compiles, or calls a library's custom operator (their calls import it)

@@ -43,7 +43,13 @@ def pipelines(device: str) -> bool:
 
 
 class SearchError(RuntimeError):
-    """The search could not produce any verified implementation (the reference itself failed)."""
+    """The search could not produce any verified implementation (the reference itself failed).
+    ``of_the_graph``: every baseline was rejected for a reason that lies in the graph, so another
+    search of it would fail the same way (``cache/failures.py``)."""
+
+    def __init__(self, message: str, of_the_graph: bool = False):
+        super().__init__(message)
+        self.of_the_graph = of_the_graph
 
 
 @dataclass
@@ -274,8 +280,10 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
                     "calls where the verifier cannot put it back — only buffers and tensor "
                     "attributes are — or draws random numbers; torch.compile's path lifts module "
                     "state into inputs and outputs)")
+        from ..cache.failures import OF_THE_GRAPH
         raise SearchError("no baseline passed verification" + hint + ": " + "; ".join(
-            f"{a.candidate.origin}: {a.verdict.reason} {_ends(a.verdict.detail)}" for a in attempts))
+            f"{a.candidate.origin}: {a.verdict.reason} {_ends(a.verdict.detail)}" for a in attempts),
+            of_the_graph=bool(attempts) and all(a.verdict.reason in OF_THE_GRAPH for a in attempts))
 
     complete, stop_reason, rounds_run = True, "rounds exhausted", 0
     best_ms = min(a.timing.median_ms for a in base_ok)

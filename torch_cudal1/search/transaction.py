@@ -16,8 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from ..cache import failures
 from ..cache.store import CacheEntry, Timeout
 from ..counters import STATS
+from ..graph.render import UnsupportedGraph
 from ..log import logger
 from . import loop
 from .store import store_search_result
@@ -64,7 +66,9 @@ def search_and_store(store, key: str, fields: dict, task, options, device: str, 
     ``outputs()``: the reference's outputs on the task's real inputs, kept as the entry's test
     vectors (None: none kept). ``stage(name)`` is told each step (``load``, ``render``,
     ``search``, storing being part of the search) so that a caller can name the one that failed.
-    A ``SearchError`` (no baseline verified) propagates."""
+    A ``SearchError`` (no baseline verified) propagates; one whose cause lies in the graph, or a
+    graph that cannot be rendered, is remembered (``cache/failures.py``), and a later call for
+    the key raises ``KnownFailure`` without searching."""
     say = stage or (lambda _name: None)
 
     def look() -> CacheEntry | None:
@@ -89,12 +93,26 @@ def search_and_store(store, key: str, fields: dict, task, options, device: str, 
         entry = look()                    # another process may have stored it meanwhile
         if entry is not None:
             return Outcome(HIT, entry, waited=waited)
+        failed = failures.known(store, key)
+        if failed is not None:
+            say("search")
+            STATS["known_failures"] += 1
+            raise failures.KnownFailure(key, failed)
         say("render")
         if callable(task):
-            task = task()
+            try:
+                task = task()
+            except UnsupportedGraph as e:
+                failures.record(store, key, "render", str(e))
+                raise
         say("search")
         STATS["searches"] += 1
-        result = loop.run_search(task, options, device, key=key, progress=progress)
+        try:
+            result = loop.run_search(task, options, device, key=key, progress=progress)
+        except loop.SearchError as e:
+            if e.of_the_graph:
+                failures.record(store, key, "search", str(e))
+            raise
         try:
             if not result.complete:
                 return Outcome(INCOMPLETE, result=result, waited=waited)

@@ -44,16 +44,12 @@ def write_job(store, key: str, fields: dict, task, device: str, options, inputs:
     d = jobs / f"{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
     _private_dir(d)
     task.write(d)
-    tensors, scalars = {}, {}
-    for i, x in enumerate(inputs):
-        if hasattr(x, "detach"):
-            tensors[f"input.{i}"] = x.detach().cpu().contiguous()
-        else:
-            scalars[str(i)] = x if isinstance(x, (bool, int, float)) else int(x)
-    size = sum(t.numel() * t.element_size() for t in tensors.values())
-    if size <= options.capture_limit_mb * 2**20:
-        from safetensors.torch import save_file
-        save_file(tensors, str(d / REAL))
+    scalars = {str(i): x if isinstance(x, (bool, int, float)) else int(x)
+               for i, x in enumerate(inputs) if not hasattr(x, "detach")}
+    from ..harness import real_inputs   # with their strides: the graph's views may need them
+    real_inputs.save([x.detach() if hasattr(x, "detach") else scalars[str(i)]
+                      for i, x in enumerate(inputs)], str(d / REAL),
+                     int(options.capture_limit_mb * 2**20))
     opts = dict(dataclasses.asdict(options), mode="search")
     for secret in options.secret_keys():  # never written to disk: passed to the worker in its environment
         opts.pop(secret, None)
@@ -248,22 +244,19 @@ def run_job(directory: Path) -> dict:
 def _real_inputs(directory: Path, job: dict) -> list | None:
     if not (directory / REAL).exists():
         return None
-    from safetensors.torch import load_file
-    tensors = load_file(str(directory / REAL))
+    from ..harness import real_inputs
+    values = real_inputs.load(str(directory / REAL))
     grads = set(job.get("requires_grad") or [])
     params = set(job.get("parameters") or [])
     out = []
-    for i in range(job["n_inputs"]):
-        if f"input.{i}" in tensors:
-            t = tensors[f"input.{i}"]
+    for i, t in enumerate(values[: job["n_inputs"]]):
+        if hasattr(t, "detach"):
             grad = i in grads and (t.is_floating_point() or t.is_complex())
             out.append(_parameter_type()(t, requires_grad=grad) if i in params
                        else t.requires_grad_(grad))
-        elif str(i) in job["scalars"]:
-            out.append(job["scalars"][str(i)])
         else:
-            return None
-    return out
+            out.append(t)
+    return out if len(out) == job["n_inputs"] else None
 
 
 def clean_jobs(store, max_age_s: float = 24 * 3600.0, dry_run: bool = False) -> list[Path]:

@@ -51,6 +51,7 @@ from ..harness import protocol
 from ..harness.calls import (Inputs, Runner, Slots, flatten, memfd, mix, output_specs, quiet_cpu,
                              refill)
 from ..harness.errors import classify_exception, classify_reported
+from ..harness.real_inputs import clone_layout
 from ..harness.state import ModuleState
 from ..task import TENSORS_FILE, load_source
 from . import cudnn_tf32, host_load, os_sandbox
@@ -98,11 +99,13 @@ def _sync(device: str) -> None:
 
 
 def _clone(xs):
-    return [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]
+    """Copies with the inputs' strides (a graph's views and ``as_strided`` depend on them)."""
+    return [clone_layout(x) if isinstance(x, torch.Tensor) else x for x in xs]
 
 
 def _upcast(xs):
-    return [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in xs]
+    return [clone_layout(x, dtype=torch.float64) if isinstance(x, torch.Tensor)
+            and x.is_floating_point() else x for x in xs]
 
 
 def _spans_overlap(spans: list) -> tuple | None:
@@ -1123,13 +1126,8 @@ def _quartiles(xs: list[float]) -> tuple[float, float]:
 
 
 def _load_real_inputs(wd: Path):
-    from safetensors import safe_open
-    with safe_open(str(wd / REAL_INPUTS_FILE), "pt") as f:
-        meta = f.metadata()
-        tensors = {k: f.get_tensor(k) for k in f.keys()}
-    scalars = json.loads(meta["scalars"])
-    n = int(meta["n"])
-    return [tensors[f"i{i}"] if f"i{i}" in tensors else scalars[f"i{i}"] for i in range(n)]
+    from ..harness import real_inputs
+    return real_inputs.load(str(wd / REAL_INPUTS_FILE))
 
 
 def _write_result(wd: Path, result: dict, _nonce=[]) -> None:  # noqa: B006 - set once in main

@@ -42,21 +42,9 @@ def default_build_cache_dir() -> str:
 def _write_real_inputs(task: Task, workdir: Path, limit_mb: float) -> bool:
     if not task.real_inputs:
         return False
-    import torch
-    tensors, total = {}, 0
-    for i, v in enumerate(task.real_inputs):
-        if isinstance(v, torch.Tensor):
-            tensors[f"i{i}"] = v.detach().cpu().contiguous()
-            total += v.numel() * v.element_size()
-        elif not isinstance(v, (int, float, bool)):
-            return False
-    if total > limit_mb * 2**20:
-        return False
-    scalars = {f"i{i}": v for i, v in enumerate(task.real_inputs) if not isinstance(v, torch.Tensor)}
-    from safetensors.torch import save_file
-    save_file(tensors, str(workdir / REAL_INPUTS_FILE),
-              metadata={"n": str(len(task.real_inputs)), "scalars": json.dumps(scalars)})
-    return True
+    from ..harness import real_inputs
+    return real_inputs.save(task.real_inputs, str(workdir / REAL_INPUTS_FILE),
+                            int(limit_mb * 2**20))
 
 
 def _start_child(wd: Path, env: dict, log, memory_limit_mb):
