@@ -32,3 +32,12 @@ def kernelbench_rows():
     if not path.exists():
         pytest.skip(f"{path} not present")
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_foreground_budget():
+    """Each test starts with none of this process's foreground search budget spent, as a fresh
+    process would: the suite's earlier searches are not the test's."""
+    from torch_cudal1.serve.foreground import FOREGROUND
+    FOREGROUND.reset()
+    yield

@@ -132,3 +132,32 @@ def test_a_failed_background_search_leaves_no_job_dir_but_its_log(tmp_path):
     for p in tmp_path.rglob("*"):
         if p.is_file():
             assert b"hmac-key-123" not in p.read_bytes(), p
+
+
+BUDGETED = """
+import json, torch, torch_cudal1
+from torch_cudal1.serve import worker
+def f(x):
+    y = torch.relu(x) * 2
+    torch._dynamo.graph_break()        # two graphs, met in one call
+    return torch.sigmoid(y) + 1
+c = torch.compile(f, backend="cudal1", options={"baselines": "eager", "rounds": 0, "trials": 1,
+                                                "foreground_budget_s": 0.001})
+x = torch.randn(4, 8)
+with torch.no_grad():
+    first = (c(x) - f(x)).abs().max().item()
+    idle = worker.wait_background(timeout=400)
+    later = (c(x) - f(x)).abs().max().item()
+print(json.dumps({"first": first, "later": later, "idle": idle, "stats": torch_cudal1.stats()}))
+"""
+
+
+def test_past_the_foreground_budget_misses_are_searched_in_the_background(tmp_path):
+    r = run_python(BUDGETED, env={"CUDAL1_CACHE_DIR": str(tmp_path)})
+    s = r["stats"]
+    assert r["first"] < 1e-6 and r["later"] < 1e-6 and r["idle"]
+    # the first graph was searched in the call; the second, past the budget, by a worker
+    assert s.get("searches") == 1 and s.get("past_foreground_budget") == 1
+    assert s.get("async_jobs") == 1 and s.get("async_swaps") == 1 and not s.get("fallbacks")
+    assert "foreground_budget_s" in r["_stderr"]
+    assert len(CacheStore(tmp_path).keys()) == 2

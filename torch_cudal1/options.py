@@ -85,7 +85,7 @@ def build_cache_dir() -> str:
 
 
 # (option, lowest value, whether the lowest value itself is allowed)
-_RANGES = (("rounds", 0, True), ("samples", 1, True), ("time_budget_s", 0, False),
+_RANGES = (("rounds", 0, True), ("foreground_budget_s", 0, True), ("samples", 1, True), ("time_budget_s", 0, False),
            ("early_stop", 0, True), ("verify_timeout_s", 0, False), ("trials", 1, True),
            ("capture_limit_mb", 0, True), ("parallel_builds", 1, True),
            ("lock_timeout_s", 0, True), ("request_timeout_s", 0, False),
@@ -125,6 +125,7 @@ class Options:
     generic: str = _opt("serving", "inductor")       # what serves sizes not searched yet: inductor | eager
     strict: bool = _opt("serving", False)            # raise instead of falling back
     training: str = _opt("serving", "inductor")      # graphs that need autograd: inductor | eager
+    foreground_budget_s: float = _opt("serving", 300.0)  # searching inside one process's calls; past it misses are searched in the background
     lock_timeout_s: float = _opt("serving", 1800.0)  # wait for another process searching the key, then fall back
     trust_cache_dir: bool = _opt("serving", False)   # load code from a cache dir not owned by this user
     # -- search: its budget ----------------------------------------------------------------------

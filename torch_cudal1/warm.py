@@ -215,6 +215,7 @@ def warm_unit(unit: WarmUnit, options: dict, device: str) -> dict:
     opts = dict(recipe_opts, **(options or {}))
     opts["mode"] = opts.get("mode") if opts.get("mode") in ("search", "cache-only") else "search"
     opts["new_shapes"] = "search"   # warming searches every size it names, inside the call
+    opts["foreground_budget_s"] = float("inf")   # ... however long its searches take in all
     model = model.to(device).eval()
     seen, stats = len(counters.SEEN_KEYS), dict(counters.STATS)
     compile_and_call(model, sets, unit.index, opts, device, dynamic)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 
 import torch
 
@@ -25,6 +26,7 @@ from ..graph.render import UnsupportedGraph, lift_constants, render_task
 from ..log import logger
 from ..options import Options
 from .fallback import Fallback, report
+from .foreground import FOREGROUND
 
 
 def _device_of(args) -> str:
@@ -273,10 +275,24 @@ class GraphRunner:
                     if self._new_sizes == NEW_SIZES_LOGGED else "")
                 return _Pending(self, fields, key, device)
             logger.info("cache miss for %s: %s", key, _miss_reason(store, fields))
+            if opts.mode == "search" and FOREGROUND.over(opts.foreground_budget_s):
+                STATS["past_foreground_budget"] += 1
+                if FOREGROUND.first_time_over():
+                    logger.warning("searches in this process's calls have taken %.0f s "
+                                   "(foreground_budget_s=%g): %s and later misses run the %s "
+                                   "fallback and are searched in a background worker",
+                                   FOREGROUND.spent_s, opts.foreground_budget_s, key,
+                                   opts.fallback)
+                self._stage = "render"
+                return self._search_async(full, fields, key, device)
             if opts.mode == "async":
                 self._stage = "render"
                 return self._search_async(full, fields, key, device)
-            impl = self._search(full, fields, key, device)
+            t0 = time.monotonic()
+            try:
+                impl = self._search(full, fields, key, device)
+            finally:
+                FOREGROUND.add(time.monotonic() - t0)
             if isinstance(impl, _Deferred):
                 return impl
             return self._arbitrated(impl, store, key, device, full)
