@@ -54,6 +54,8 @@ def _make(spec):
     shape, stride = spec["shape"], spec["stride"]
     if spec["gen"] == "captured":
         real = _captured()[spec["name"]]
+        if "vary" in spec:
+            real = _vary(real, spec["vary"])
         try:
             return torch.empty_strided(shape, stride, dtype=dtype, device=spec["device"]).copy_(real)
         except RuntimeError:  # overlapping strides: keep the contiguous copy
@@ -67,6 +69,19 @@ def _make(spec):
         base = torch.randn(numel, dtype=torch.float64) * spec["std"] + spec["mean"]
     base = base.to(dtype=dtype, device=spec["device"])
     return base.as_strided(shape, stride)
+
+
+def _vary(real, values):
+    # Another valid input of the same kind: the captured elements shuffled, and about a quarter
+    # of them replaced by values the input holds (or 0/1 for a mask), under the draw's seed.
+    # (on the CPU, from its generator, whatever device the draw is made under: the judge and the
+    # worker draw the same values from one seed)
+    flat = real.reshape(-1)[torch.randperm(real.numel(), device="cpu")]
+    if values:
+        pick = torch.rand(flat.numel(), device="cpu") < 0.25
+        choices = torch.tensor(values, dtype=real.dtype, device="cpu")
+        flat[pick] = choices[torch.randint(len(values), (int(pick.sum()),), device="cpu")]
+    return flat.view(real.shape)
 
 
 def get_inputs():
@@ -155,6 +170,118 @@ def input_spec(name: str, value) -> dict:
     return spec
 
 
+# At most this many distinct values of a captured integer input are listed as its replacements.
+_MAX_VALUES = 64
+
+
+def _variants(t: torch.Tensor):
+    """The replacement values ``_vary`` may use for the captured tensor ``t``, or None when it
+    is not varied (floating, complex, a single element, or too large to check here)."""
+    if t.is_floating_point() or t.is_complex() or t.numel() < 2 or t.numel() > 1 << 22:
+        return None
+    u = torch.unique(t.detach().cpu())
+    if t.dtype == torch.bool or set(u.tolist()) <= {0, 1}:
+        return [0, 1] if t.dtype != torch.bool else [False, True]
+    return u.tolist() if u.numel() <= _MAX_VALUES else []
+
+
+def _mutated_placeholders(gm: fx.GraphModule) -> set:
+    """Indices of the placeholders some node writes in place (``copy_`` of a mutated input)."""
+    phs = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    written = set()
+    for n in gm.graph.nodes:
+        schema = getattr(n.target, "_schema", None)
+        if n.op == "call_function" and schema is not None and schema.is_mutable:
+            for a, arg in zip(schema.arguments, n.args):
+                if a.alias_info is not None and a.alias_info.is_write and arg in phs:
+                    written.add(phs.index(arg))
+    return written
+
+
+# Ops whose answer depends on which of several writes to one index lands last: with duplicate
+# indices, eager and a compiled kernel may each keep another one (and a GPU neither the same
+# one twice), so their index inputs are only shuffled, never given duplicates they lacked.
+_ORDER_SENSITIVE = {"index_put", "index_put_", "_unsafe_index_put", "_index_put_impl_",
+                    "index_copy", "index_copy_", "scatter", "scatter_"}
+
+
+def _feeds_order_sensitive_writes(gm: fx.GraphModule, indices) -> set:
+    """The placeholders among ``indices`` from which some ``_ORDER_SENSITIVE`` op is reached."""
+    phs = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    found = set()
+    for i in indices:
+        seen, todo = set(), [phs[i]]
+        while todo:
+            for u in todo.pop().users:
+                if u not in seen:
+                    seen.add(u)
+                    todo.append(u)
+        packets = {getattr(getattr(u.target, "overloadpacket", None), "__name__", None)
+                   for u in seen if u.op == "call_function"}
+        if packets & _ORDER_SENSITIVE:
+            found.add(i)
+    return found
+
+
+def vary_captured(gm: fx.GraphModule, inputs: list, specs: list) -> None:
+    """Mark the captured integer and bool inputs (indices, masks, positions) that draws vary.
+
+    Replayed as captured, they would be the same in every draw, and a candidate could treat them
+    as constants: drop a mask that was all ones, or bake in the indices of the first call, and
+    be wrong on the next. A shuffle of their elements, with some replaced by values the input
+    holds (a shuffle alone where duplicates would make the answer depend on the order of writes),
+    is another input of the same kind; whether the graph takes it is tried once here, on
+    copies (the user's graph, eagerly): where it raises, or answers with NaN or inf where the
+    real inputs do not, the inputs stay as captured."""
+    from ..harness.real_inputs import clone_layout
+    cand = {}
+    for i, (spec, v) in enumerate(zip(specs, inputs)):
+        if spec.get("gen") == "captured" and isinstance(v, torch.Tensor):
+            values = _variants(v)
+            if values is not None:
+                cand[i] = values
+    if not cand:
+        return
+    for i in _feeds_order_sensitive_writes(gm, cand):
+        cand[i] = []
+    written = _mutated_placeholders(gm)
+    g = torch.Generator().manual_seed(0)
+
+    def varied(i, v):
+        flat = v.detach().cpu().reshape(-1)[torch.randperm(v.numel(), generator=g)]
+        if cand[i]:
+            pick = torch.rand(flat.numel(), generator=g) < 0.25
+            choices = torch.tensor(cand[i], dtype=v.dtype)
+            flat[pick] = choices[torch.randint(len(cand[i]), (int(pick.sum()),), generator=g)]
+        return flat.view(v.shape).to(v.device)
+
+    def copy(i, v):
+        if i in cand:
+            return varied(i, v)
+        return clone_layout(v) if i in written and isinstance(v, torch.Tensor) else v
+
+    def nonfinite(outs) -> bool:
+        return any(isinstance(o, torch.Tensor) and (o.is_floating_point() or o.is_complex())
+                   and not bool(torch.isfinite(o).all()) for o in _flat(outs))
+    try:
+        with torch.no_grad():
+            if nonfinite(gm(*[copy(i, v) for i, v in enumerate(inputs)])) and not nonfinite(
+                    gm(*[clone_layout(v) if i in written else v for i, v in enumerate(inputs)])):
+                return
+    except Exception:  # noqa: BLE001 - the graph does not take other values there: keep them
+        return
+    for i, values in cand.items():
+        specs[i]["vary"] = values
+
+
+def _flat(outs):
+    if isinstance(outs, torch.Tensor):
+        return [outs]
+    if isinstance(outs, (list, tuple)):
+        return [x for o in outs for x in _flat(o)]
+    return []
+
+
 def render_task(gm: fx.GraphModule, inputs: list, name: str = "graph") -> Task:
     """Render ``gm`` (an ATen graph, inputs already lifted) with its real ``inputs``."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -174,6 +301,7 @@ def render_task(gm: fx.GraphModule, inputs: list, name: str = "graph") -> Task:
         raise UnsupportedGraph(str(e)) from None
     names = [n.name for n in placeholders]
     specs = [input_spec(nm, v) for nm, v in zip(names, inputs)]
+    vary_captured(gm, inputs, specs)
     tensors = {s["name"]: inputs[i].detach().cpu().contiguous()
                for i, s in enumerate(specs) if s.get("gen") == "captured"}
     body = "\n".join("    " + line if line.strip() else "" for line in code.src.strip("\n").splitlines())
