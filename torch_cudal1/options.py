@@ -128,6 +128,7 @@ class Options:
     foreground_budget_s: float = _opt("serving", 300.0)  # searching inside one process's calls; past it misses are searched in the background
     lock_timeout_s: float = _opt("serving", 1800.0)  # wait for another process searching the key, then fall back
     trust_cache_dir: bool = _opt("serving", False)   # load code from a cache dir not owned by this user
+    serve_check: str = _opt("serving", "first")     # served winners against the graph itself: first | off | N (the first call and ~1 in N)
     # -- search: its budget ----------------------------------------------------------------------
     baselines: str = _opt("search", "eager,inductor")  # comma-separated baselines timed first
     rounds: int = _opt("search", 2)                  # engine rounds after the baselines
@@ -256,6 +257,10 @@ class Options:
         for name in self.groups()["families"] + self.groups()["arbiter"]:
             if getattr(self, name) not in SWITCHES:
                 raise bad(name, "one of auto, on, off")
+        self.serve_check = str(self.serve_check).strip().lower()
+        if self.serve_check not in ("first", "off") and not (
+                self.serve_check.isdigit() and int(self.serve_check) >= 1):
+            raise bad("serve_check", "first, off, or a whole number N >= 1 (about one call in N)")
         if str(self.log_level).upper() not in LOG_LEVELS:
             raise bad("log_level", "one of " + ", ".join(LOG_LEVELS))
         self.log_level = str(self.log_level).upper()
@@ -286,6 +291,10 @@ class Options:
         if self.tf32 == "off":
             return "highest"
         return user
+
+    def serve_check_every(self) -> int:
+        """About one served call in this many is checked after the first (0: the first only)."""
+        return int(self.serve_check) if self.serve_check.isdigit() else 0
 
     def pairs_reference(self, device: str) -> bool:
         return auto_on_gpu(self.pair_reference, device)

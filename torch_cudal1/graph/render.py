@@ -185,8 +185,9 @@ def _variants(t: torch.Tensor):
     return u.tolist() if u.numel() <= _MAX_VALUES else []
 
 
-def _mutated_placeholders(gm: fx.GraphModule) -> set:
-    """Indices of the placeholders some node writes in place (``copy_`` of a mutated input)."""
+def written_placeholders(gm: fx.GraphModule) -> set:
+    """Indices of the placeholders some node writes in place (``copy_`` of a mutated input):
+    whoever runs the graph beside another implementation on the same inputs runs it on copies."""
     phs = [n for n in gm.graph.nodes if n.op == "placeholder"]
     written = set()
     for n in gm.graph.nodes:
@@ -244,7 +245,7 @@ def vary_captured(gm: fx.GraphModule, inputs: list, specs: list) -> None:
         return
     for i in _feeds_order_sensitive_writes(gm, cand):
         cand[i] = []
-    written = _mutated_placeholders(gm)
+    written = written_placeholders(gm)
     g = torch.Generator().manual_seed(0)
 
     def varied(i, v):

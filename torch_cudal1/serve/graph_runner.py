@@ -188,16 +188,20 @@ class GraphRunner:
             out = fallback(*args, *self.consts)
         except Exception:
             raise e from None
+        self._replace(impl, fallback)
+        report("serve", e, self.options, graph=self.graph_id,
+               key=str(getattr(impl, "key", "?")))
+        return out
+
+    def _replace(self, impl, new) -> None:
+        """``new`` serves wherever ``impl`` did."""
         with self._lock:
             if self.dynamic:
                 for sig, fn in list(self._by_signature.items()):
                     if fn is impl:
-                        self._by_signature[sig] = fallback
+                        self._by_signature[sig] = new
             elif self._impl is impl:
-                self._impl = fallback
-        report("serve", e, self.options, graph=self.graph_id,
-               key=str(getattr(impl, "key", "?")))
-        return out
+                self._impl = new
 
     def fallback(self):
         """What runs when a stage fails, and on cache-only misses: ``options.fallback``."""
@@ -415,7 +419,32 @@ class GraphRunner:
         call.origin = entry.winner_origin   # for the arbiter's record of what it served
         call.key = entry.key
         call.search_ms = _search_times(entry.meta)   # for the arbiter's max-autotune trigger
-        return call
+        return self._checked(call, entry.key, device)
+
+    def _checked(self, call, key: str, device: str):
+        """The winner, its served calls checked against this graph as ``serve_check`` says
+        (serve/audit.py): one that answers unlike the graph is quarantined and replaced by the
+        fallback."""
+        from . import audit
+        from ..graph.render import written_placeholders
+        from ..verify.cudnn_tf32 import compare_precision
+        opts = self.options
+        if not audit.wanted(call.origin, opts.serve_check):
+            return call
+        store = store_for(opts)
+        checked = None
+
+        def mismatch(why: str) -> None:
+            audit.warn_mismatch(store, key, call.origin, why, f"{self.fallback().kind}")
+            self._replace(checked, self.fallback())
+
+        checked = audit.Checked(
+            call, self.gm, self.fallback(), every=opts.serve_check_every(),
+            precision=compare_precision(opts.verify_precision(), device,
+                                        audit.runs_convolution(self.gm)),
+            written=written_placeholders(self.gm), on_mismatch=mismatch,
+            on_done=lambda: self._replace(checked, call))
+        return checked
 
     def _search(self, full: list, fields: dict, key: str, device: str):
         """The key's search in this process (``search_and_store``): the graph is rendered as a

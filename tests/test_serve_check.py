@@ -1,0 +1,73 @@
+"""A winner that answers right only inside the verifier's sandbox (it tells the sandbox apart
+from a serving process) is caught in the serving process: its first served call is checked
+against the user's graph, it is quarantined, and the fallback answers. An honest winner is
+checked and served."""
+import json
+
+from engine_helpers import FakeLLMServer
+from helpers import run_python
+
+# Set in the serving process only; the verifier's sandbox passes no such variable to candidates.
+_CHEAT = '''```python
+import os
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.relu(x) * 2.0 + 1.0
+        if os.environ.get("CUDAL1TEST_SERVED"):   # served, not verified: a cheaper wrong answer
+            y = y[:1].expand_as(y).contiguous()
+        return y
+```
+'''
+_HONEST = _CHEAT.replace('''        if os.environ.get("CUDAL1TEST_SERVED"):   # served, not verified: a cheaper wrong answer
+            y = y[:1].expand_as(y).contiguous()
+''', "")
+
+
+def test_a_winner_that_cheats_only_when_served_is_caught_on_its_first_call(tmp_path):
+    script = [{"content": _CHEAT}, {"content": _CHEAT}, {"content": _HONEST}]
+    with FakeLLMServer(script) as srv:
+        out = run_python(f"""
+        import json, torch, torch_cudal1
+        from torch_cudal1.counters import STATS
+        from pathlib import Path
+
+        def rows(n):   # a row loop: the vectorised candidate is far faster than eager
+            def f(x):
+                return torch.stack([torch.relu(r) * 2.0 + 1.0 for r in x])
+            return f, torch.randn(n, 32)
+
+        base = {{"engine": "openai", "engine_url": "{srv.url}", "baselines": "eager",
+                 "rounds": 1, "samples": 1, "early_stop": 0, "trials": 2, "retries": 1,
+                 "progress": False, "verify_timeout_s": 120}}
+        res = {{}}
+        for name, n, check in (("cheat", 64, "first"), ("unchecked", 48, "off"),
+                               ("honest", 40, "first")):
+            f, x = rows(n)
+            before = dict(STATS)
+            c = torch.compile(f, backend="cudal1", options=dict(base, serve_check=check))
+            y1 = c(x)
+            x2 = torch.randn(n, 32)
+            y2 = c(x2)
+            res[name] = {{"err": max((y1 - f(x)).abs().max().item(),
+                                      (y2 - f(x2)).abs().max().item()),
+                         "delta": {{k: STATS.get(k, 0) - before.get(k, 0) for k in STATS}}}}
+        q = Path("{tmp_path}") / "cache" / "v1" / "quarantine"
+        res["quarantined"] = [p.joinpath("QUARANTINED").read_text() for p in q.glob("*")] \\
+            if q.is_dir() else []
+        print(json.dumps(res))
+        """, env={"CUDAL1_CACHE_DIR": str(tmp_path / "cache"), "CUDAL1TEST_SERVED": "1"})
+    cheat, unchecked, honest = out["cheat"], out["unchecked"], out["honest"]
+    # the winner was the engine's candidate in each case (it passed verification)
+    for r in (cheat, unchecked, honest):
+        assert r["delta"].get("winners_loaded") == 1, (r, out["_stderr"][-3000:])
+    assert cheat["err"] < 1e-5 and cheat["delta"].get("serve_check_failed") == 1, cheat
+    assert len(out["quarantined"]) == 1 and "differed from the graph" in out["quarantined"][0]
+    assert "answered a served call unlike the graph itself" in out["_stderr"]
+    # without the check the same kind of winner serves wrong answers: the check is what caught it
+    assert unchecked["err"] > 0.1 and not unchecked["delta"].get("serve_checks"), unchecked
+    assert honest["err"] < 1e-5 and honest["delta"].get("serve_checks") == 1, honest
+    assert not honest["delta"].get("serve_check_failed"), honest
