@@ -12,8 +12,9 @@ two answers are compared:
   are not the verifier's draws);
 * where that fails, exactly as the verifier compares, against the graph run in float64.
 
-A winner that fails both is quarantined (the next process searches the graph again) and the
-fallback serves this call, with its answer, and every later one, with one warning.
+A winner that fails both is quarantined, its key recorded as a failed search (the same search
+would serve it again; ``cudal1 cache rm KEY`` lets it be searched), and the fallback serves this
+call, with its answer, and every later one, with one warning.
 
 Not checked: winners that are the user's own graph (the eager and inductor baselines), and calls
 made while a CUDA graph is being captured (the comparison waits for the device). The check runs
@@ -171,9 +172,16 @@ def describe(origin) -> str:
 
 
 def warn_mismatch(store, key: str, origin, why: str, fallback: str) -> None:
-    """One warning; the entry is moved out of the cache (the next process searches again)."""
+    """One warning. The entry is moved out of the cache, and the key recorded as a failed
+    search (``cache/failures.py``): the same search would find the same winner, verify it in the
+    same sandbox and serve it again, so later processes run the fallback until ``cudal1 cache rm
+    KEY``."""
+    from ..cache import failures
     logger.warning("served winner %s of %s answered a served call unlike the graph itself (%s): "
-                   "quarantined; running the %s fallback", describe(origin), key, why, fallback)
+                   "quarantined and not searched again (`cudal1 cache rm %s` lets it be); running "
+                   "the %s fallback", describe(origin), key, why, key[:16], fallback)
+    what = f"served winner {describe(origin)} answered a served call unlike the graph: {why}"
+    failures.record(store, key, "serve_check", what)
     try:
         store.quarantine(key, f"a served call's answer differed from the graph's: {why}",
                          quiet=True)
