@@ -27,10 +27,18 @@ def test_unknown_key_lists_valid_keys():
 
 
 @pytest.mark.parametrize("bad", [{"mode": "sometimes"}, {"rounds": "many"}, {"strict": "perhaps"},
-                                 {"pair_reference": "always"}])
+                                 {"pair_reference": "always"}, {"serve_check": "sometimes"},
+                                 {"serve_check": "0"}])
 def test_invalid_values_are_clear_errors(bad):
     with pytest.raises(ValueError):
         Options.resolve(bad, env={})
+
+
+def test_serve_check_takes_first_off_or_one_call_in_n():
+    assert Options.resolve({}, env={}).serve_check_every() == 0
+    assert Options.resolve({"serve_check": "OFF"}, env={}).serve_check == "off"
+    assert Options.resolve({"serve_check": 100}, env={}).serve_check_every() == 100
+    assert Options.resolve({}, env={"CUDAL1_SERVE_CHECK": "50"}).serve_check_every() == 50
 
 
 def test_unknown_key_through_torch_compile_raises_value_error(cache_dir):

@@ -80,3 +80,66 @@ def test_a_winner_that_cheats_only_when_served_is_caught_on_its_first_call(tmp_p
     assert unchecked["err"] > 0.1 and not unchecked["delta"].get("serve_checks"), unchecked
     assert honest["err"] < 1e-5 and honest["delta"].get("serve_checks") == 1, honest
     assert not honest["delta"].get("serve_check_failed"), honest
+
+
+# -- the check itself, on graphs made here --------------------------------------------------------
+import torch  # noqa: E402
+from torch.fx.experimental.proxy_tensor import make_fx  # noqa: E402
+
+from torch_cudal1.graph.render import written_placeholders  # noqa: E402
+from torch_cudal1.serve.audit import Checked, wanted  # noqa: E402
+
+
+def _checked(gm, winner, every=0):
+    told = []
+    fallback = lambda *xs: gm(*xs)   # noqa: E731
+    c = Checked(winner, gm, fallback, every=every, precision="highest",
+                written=written_placeholders(gm), on_mismatch=told.append)
+    return c, told
+
+
+def test_a_winner_wrong_only_after_its_first_call_is_caught_when_later_calls_are_checked():
+    gm = make_fx(lambda x: (torch.tanh(x) * 3,))(torch.randn(8))
+    calls = []
+
+    def winner(x):        # right once, then a cheaper wrong answer
+        calls.append(1)
+        return (torch.tanh(x) * 3 if len(calls) == 1 else torch.zeros_like(x),)
+    for every, caught in ((0, False), (1, True)):
+        calls.clear()
+        c, told = _checked(gm, winner, every)
+        xs = [torch.randn(8) for _ in range(3)]
+        outs = [c(x)[0] for x in xs]
+        assert bool(told) == caught and c.failed == caught
+        right = all(torch.allclose(o, torch.tanh(x) * 3) for o, x in zip(outs, xs))
+        assert right == caught      # checked: the graph's answer, and the fallback from then on
+
+
+def test_inputs_the_graph_writes_are_written_once():
+    def step(cache, pos, new):
+        cache.index_copy_(0, pos, new)
+        return (cache.sum(0),)
+    cache = torch.zeros(6, 3)
+    gm = make_fx(step)(cache.clone(), torch.tensor([1]), torch.ones(1, 3))
+    assert written_placeholders(gm) == {0}
+
+    def honest(cache, pos, new):
+        return step(cache, pos, new)
+    c, told = _checked(gm, honest)
+    (out,) = c(cache, torch.tensor([2]), torch.full((1, 3), 2.0))
+    assert not told and torch.equal(cache[2], torch.full((3,), 2.0)) and cache.sum() == 6
+    assert torch.equal(out, cache.sum(0))
+
+    def forgets_the_write(cache, pos, new):
+        return ((cache.index_copy(0, pos, new)).sum(0),)
+    cache = torch.zeros(6, 3)
+    c, told = _checked(gm, forgets_the_write)
+    (out,) = c(cache, torch.tensor([4]), torch.ones(1, 3))
+    # the written input differs from the graph's: caught, and the graph's write is made
+    assert told and torch.equal(cache[4], torch.ones(3)) and cache.sum() == 3
+
+
+def test_the_users_own_graph_is_not_checked():
+    assert not wanted("baseline:eager", "first") and not wanted("baseline:inductor", "first")
+    assert wanted("builtin:rewrite(needless_copies)+inductor", "first")
+    assert wanted("openai:r1s0", "first") and not wanted("openai:r1s0", "off")
