@@ -200,6 +200,16 @@ def _hf(config_name: str, model_name: str, inputs: str = "ids", **config):
             x0 = torch.randint(0, 500, (2, 16, 2))
             bbox = torch.cat([x0, x0 + torch.randint(1, 400, (2, 16, 2))], -1)
             return m, {"input_ids": ids, "bbox": bbox}
+        if inputs == "pixels":
+            size = config.get("image_size", 32)
+            return m, (torch.randn(2, config.get("num_channels", 3), size, size),)
+        if inputs == "audio":
+            return m, (torch.randn(2, 4000),)
+        if inputs == "text_image":
+            mask = torch.ones(2, 16, dtype=torch.long)
+            mask[1, 12:] = 0
+            return m, {"input_ids": _ids(2, 16), "attention_mask": mask,
+                       "pixel_values": torch.randn(2, 3, 32, 32)}
         raise ValueError(inputs)
     return build
 
@@ -292,6 +302,46 @@ HF_MORE = [
                                                "seq2seq", vocab_size=1000, d_model=64, d_kv=16,
                                                d_ff=128, num_layers=2, num_heads=4,
                                                decoder_start_token_id=0)),
+    # mixtures of experts: routing by top-k (integer indices, scatter of expert outputs)
+    ("mixtral", "mistralai/Mixtral-8x7B (MixtralForCausalLM)", _hf(
+        "MixtralConfig", "MixtralForCausalLM", num_local_experts=4, num_experts_per_tok=2,
+        num_key_value_heads=2, **_SMALL)),
+    ("qwen2_moe", "Qwen/Qwen1.5-MoE (Qwen2MoeForCausalLM)", _hf(
+        "Qwen2MoeConfig", "Qwen2MoeForCausalLM", num_experts=4, num_experts_per_tok=2,
+        moe_intermediate_size=32, shared_expert_intermediate_size=64, num_key_value_heads=2,
+        **_SMALL)),
+    ("phi", "microsoft/phi-2 (PhiForCausalLM)", _hf("PhiConfig", "PhiForCausalLM",
+                                                    num_key_value_heads=2, **_SMALL)),
+    ("bloom", "BloomForCausalLM", _hf("BloomConfig", "BloomForCausalLM", vocab_size=1000,
+                                      hidden_size=64, n_layer=2, n_head=4)),
+    ("gpt_bigcode", "bigcode/starcoder (GPTBigCodeForCausalLM)", _hf(
+        "GPTBigCodeConfig", "GPTBigCodeForCausalLM", vocab_size=1000, n_embd=64, n_layer=2,
+        n_head=4, n_positions=128, bos_token_id=1, eos_token_id=2)),
+    # vision and audio transformers, and a text-image pair
+    ("swin", "microsoft/swin-tiny (SwinForImageClassification)", _hf(
+        "SwinConfig", "SwinForImageClassification", "pixels", image_size=32, patch_size=4,
+        embed_dim=16, depths=[1, 1], num_heads=[2, 2], window_size=4, num_labels=10)),
+    ("beit", "microsoft/beit-base (BeitForImageClassification)", _hf(
+        "BeitConfig", "BeitForImageClassification", "pixels", image_size=32, patch_size=8,
+        use_relative_position_bias=True, num_labels=10, **_SMALL)),
+    ("segformer", "nvidia/segformer-b0 (SegformerForSemanticSegmentation)", _hf(
+        "SegformerConfig", "SegformerForSemanticSegmentation", "pixels", image_size=64,
+        num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1], hidden_sizes=[16, 32],
+        num_attention_heads=[1, 2], decoder_hidden_size=32, strides=[4, 2], patch_sizes=[7, 3],
+        mlp_ratios=[2, 2])),
+    ("wav2vec2", "facebook/wav2vec2-base (Wav2Vec2ForCTC)", _hf(
+        "Wav2Vec2Config", "Wav2Vec2ForCTC", "audio", conv_dim=(32, 32), conv_stride=(5, 2),
+        conv_kernel=(10, 3), num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4,
+        **dict(_SMALL, vocab_size=32))),
+    ("hubert", "facebook/hubert-base (HubertModel)", _hf(
+        "HubertConfig", "HubertModel", "audio", conv_dim=(32, 32), conv_stride=(5, 2),
+        conv_kernel=(10, 3), num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4,
+        **_SMALL)),
+    ("clip", "openai/clip-vit-base (CLIPModel)", _hf(
+        "CLIPConfig", "CLIPModel", "text_image", projection_dim=32,
+        text_config=dict(_SMALL, max_position_embeddings=32, bos_token_id=1, eos_token_id=2),
+        vision_config=dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                           intermediate_size=128, image_size=32, patch_size=8))),
 ]
 
 
@@ -431,6 +481,29 @@ def control_flow():
     return ControlFlow().eval(), (torch.randn(4, 16),)
 
 
+def llama_static_generate():
+    """Generation with a static KV cache: the cache is a buffer the graph writes in place at the
+    step's positions (``index_copy_``), transformers' recipe for ``torch.compile``."""
+    m, (ids,) = llama()
+    mask = torch.ones_like(ids)
+    mask[1, :3] = 0
+    return m, {"input_ids": ids, "attention_mask": mask, "max_new_tokens": 4,
+               "min_new_tokens": 4, "do_sample": False, "cache_implementation": "static"}
+
+
+def whisper_generate():
+    from transformers import WhisperConfig, WhisperForConditionalGeneration
+    torch.manual_seed(0)
+    m = WhisperForConditionalGeneration(WhisperConfig(
+        vocab_size=1000, num_mel_bins=16, d_model=64, encoder_layers=2, encoder_attention_heads=4,
+        decoder_layers=2, decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128,
+        max_source_positions=32, max_target_positions=64, pad_token_id=0, bos_token_id=1,
+        eos_token_id=2, decoder_start_token_id=1, suppress_tokens=[], begin_suppress_tokens=[]))
+    m.generation_config.forced_decoder_ids = None
+    return m.eval(), {"input_features": torch.randn(1, 16, 64), "max_new_tokens": 4,
+                      "min_new_tokens": 4, "do_sample": False}
+
+
 def llama_bf16():
     m, inputs = llama()
     return m.to(torch.bfloat16), inputs
@@ -485,6 +558,10 @@ ZOO: list[Entry] = [
     Entry("encoder_bf16", "patterns", "nn.TransformerEncoderLayer in bf16", "", encoder_bf16,
           dtype="bf16"),
     *[Entry(name, "huggingface", anchor, "transformers", build) for name, anchor, build in HF_MORE],
+    Entry("llama_static_generate", "huggingface", "LlamaForCausalLM (generate, static KV cache)",
+          "transformers", llama_static_generate, run="generate", new_sizes=True),
+    Entry("whisper_generate", "huggingface", "openai/whisper-tiny (generate, 4 tokens)",
+          "transformers", whisper_generate, run="generate", new_sizes=True),
     Entry("resnet50", "torchbench", "resnet50", "torchvision", _tv("resnet50", num_classes=10)),
     Entry("resnext50_32x4d", "torchbench", "resnext50_32x4d", "torchvision",
           _tv("resnext50_32x4d", num_classes=10)),

@@ -2,7 +2,7 @@
 from a serving process) is caught in the serving process: its first served call is checked
 against the user's graph, it is quarantined, and the fallback answers. An honest winner is
 checked and served."""
-import json
+import pytest
 
 from engine_helpers import FakeLLMServer
 from helpers import run_python
@@ -27,7 +27,8 @@ _HONEST = _CHEAT.replace('''        if os.environ.get("CUDAL1TEST_SERVED"):   # 
 ''', "")
 
 
-def test_a_winner_that_cheats_only_when_served_is_caught_on_its_first_call(tmp_path):
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_a_winner_that_cheats_only_when_served_is_caught_on_its_first_call(tmp_path, device):
     script = [{"content": _CHEAT}, {"content": _CHEAT}, {"content": _HONEST}]
     with FakeLLMServer(script) as srv:
         out = run_python(f"""
@@ -38,7 +39,7 @@ def test_a_winner_that_cheats_only_when_served_is_caught_on_its_first_call(tmp_p
         def rows(n):   # a row loop: the vectorised candidate is far faster than eager
             def f(x):
                 return torch.stack([torch.relu(r) * 2.0 + 1.0 for r in x])
-            return f, torch.randn(n, 32)
+            return f, torch.randn(n, 32, device="{device}")
 
         base = {{"engine": "openai", "engine_url": "{srv.url}", "baselines": "eager",
                  "rounds": 1, "samples": 1, "early_stop": 0, "trials": 2, "retries": 1,
@@ -50,7 +51,7 @@ def test_a_winner_that_cheats_only_when_served_is_caught_on_its_first_call(tmp_p
             before = dict(STATS)
             c = torch.compile(f, backend="cudal1", options=dict(base, serve_check=check))
             y1 = c(x)
-            x2 = torch.randn(n, 32)
+            x2 = torch.randn(n, 32, device="{device}")
             y2 = c(x2)
             res[name] = {{"err": max((y1 - f(x)).abs().max().item(),
                                       (y2 - f(x2)).abs().max().item()),
