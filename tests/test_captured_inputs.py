@@ -56,6 +56,18 @@ def test_ids_and_masks_vary_between_draws_within_their_values():
     assert torch.equal(again[1], draws[0][1]) and torch.equal(again[2], draws[0][2])
 
 
+def test_varied_indices_stay_in_the_range_they_index():
+    # token type ids of all zeros into a table of one row (RoBERTa's): a 1 would be out of
+    # range, which on a GPU is a device-side assert in the user's process
+    def types(w, tt):
+        return F.embedding(tt, w) * 2
+    tt = torch.zeros(2, 8, dtype=torch.int64)
+    task = _render(types, [torch.randn(1, 4), tt])
+    assert _spec(task, "tt_1").get("vary") == [0]
+    for _, d_tt in _draws(task):
+        assert torch.equal(d_tt, tt)
+
+
 def test_an_index_of_an_order_sensitive_write_is_only_shuffled():
     def write(buf, pos, x):
         return buf.index_copy(0, pos, x) * 2

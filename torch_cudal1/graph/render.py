@@ -176,13 +176,26 @@ _MAX_VALUES = 64
 
 def _variants(t: torch.Tensor):
     """The replacement values ``_vary`` may use for the captured tensor ``t``, or None when it
-    is not varied (floating, complex, a single element, or too large to check here)."""
+    is not varied (floating, complex, a single element, or too large to check here).
+
+    Values the tensor holds, so that an index stays inside what it indexes (on a GPU an index
+    out of range is a device-side assert, which ends every later CUDA call of the process); a
+    mask of all ones may also be 0 (index 0 is valid wherever 1 is). A tensor of all zeros is
+    never given ones: RoBERTa's token type ids index a table of one row."""
     if t.is_floating_point() or t.is_complex() or t.numel() < 2 or t.numel() > 1 << 22:
         return None
-    u = torch.unique(t.detach().cpu())
-    if t.dtype == torch.bool or set(u.tolist()) <= {0, 1}:
-        return [0, 1] if t.dtype != torch.bool else [False, True]
-    return u.tolist() if u.numel() <= _MAX_VALUES else []
+    if t.dtype == torch.bool:
+        return [False, True]
+    u = torch.unique(t.detach().cpu()).tolist()
+    if u == [1]:
+        return [0, 1]
+    return u if len(u) <= _MAX_VALUES else []
+
+
+# Ops whose failure on a device is an assert inside a kernel: a variation of the inputs that
+# trips one on a GPU ends the process's use of CUDA, so such graphs keep their inputs there.
+_DEVICE_ASSERTS = {"_assert_async", "_functional_assert_async", "_assert_scalar",
+                   "_functional_assert_scalar"}
 
 
 def written_placeholders(gm: fx.GraphModule) -> set:
@@ -235,6 +248,10 @@ def vary_captured(gm: fx.GraphModule, inputs: list, specs: list) -> None:
     copies (the user's graph, eagerly): where it raises, or answers with NaN or inf where the
     real inputs do not, the inputs stay as captured."""
     from ..harness.real_inputs import clone_layout
+    on_gpu = any(isinstance(v, torch.Tensor) and v.device.type != "cpu" for v in inputs)
+    if on_gpu and any(getattr(getattr(n.target, "overloadpacket", None), "__name__", None)
+                      in _DEVICE_ASSERTS for n in gm.graph.nodes if n.op == "call_function"):
+        return
     cand = {}
     for i, (spec, v) in enumerate(zip(specs, inputs)):
         if spec.get("gen") == "captured" and isinstance(v, torch.Tensor):
