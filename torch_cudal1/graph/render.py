@@ -3,7 +3,8 @@
 The graph's inputs (parameters and buffers included) become ``Model.forward`` arguments and
 ``get_init_inputs()`` returns ``[]``. ``get_inputs()`` draws fresh inputs that respect each real
 input's dtype, layout and value range; inputs that random draws cannot replace (integer or bool
-tensors such as indices and masks, non-finite values) are captured and replayed.
+tensors such as indices and masks, non-finite values) are captured, and the integer and bool ones
+varied from draw to draw where the graph takes it (``vary_captured``).
 """
 from __future__ import annotations
 
