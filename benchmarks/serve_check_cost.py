@@ -77,14 +77,14 @@ def measure(name: str, build, dev: str, calls: int) -> dict:
         for label, every in (("off", None), ("first", 0), ("100", 100), ("10", 10)):
             c = winner if every is None else checked(every)
             c(*xs)               # the first call (checked where the wrapper checks)
-            row[f"steady_{label}_ms"] = min(_ms(lambda: c(*xs), dev, calls) for _ in range(3))
+            row[f"steady_{label}_ms"] = min(_ms(lambda: c(*xs), dev, calls) for _ in range(5))
     return row
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--device", default="cpu")
-    p.add_argument("--calls", type=int, default=200)
+    p.add_argument("--calls", type=int, default=1000)
     p.add_argument("--out")
     a = p.parse_args()
     rows = [measure(n, b, a.device, a.calls)
