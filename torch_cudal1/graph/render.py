@@ -74,7 +74,8 @@ def _make(spec):
 
 def _vary(real, values):
     # Another valid input of the same kind: the captured elements shuffled, and about a quarter
-    # of them replaced by values the input holds (or 0/1 for a mask), under the draw's seed.
+    # of them replaced by ``values`` (what the input holds; 0 too for an all-ones mask), under
+    # the draw's seed.
     # (on the CPU, from its generator, whatever device the draw is made under: the judge and the
     # worker draw the same values from one seed)
     flat = real.reshape(-1)[torch.randperm(real.numel(), device="cpu")]

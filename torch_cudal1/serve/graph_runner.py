@@ -435,7 +435,7 @@ class GraphRunner:
         checked = None
 
         def mismatch(why: str) -> None:
-            audit.warn_mismatch(store, key, call.origin, why, f"{self.fallback().kind}")
+            audit.warn_mismatch(store, key, call.origin, why, self.fallback().kind)
             self._replace(checked, self.fallback())
 
         checked = audit.Checked(
