@@ -188,3 +188,27 @@ def test_a_data_dependent_op_is_dynamos_graph_break_not_a_fallback(strict, tmp_p
         torch.testing.assert_close(c(x, n), m(x, n))
     assert STATS["fallbacks"] == before, dict(STATS)
     assert not [w for w in warnings if "capture failed" in w], warnings
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_dynamos_request_to_trace_again_reaches_dynamo(strict, tmp_path, warnings):
+    """Under ``dynamic=True`` aot_autograd asks Dynamo to trace a frame again with a float
+    specialised (``TensorifyScalarRestartAnalysis``: BERT's attention scale). The backend leaves
+    that to Dynamo, which calls it again with the new graph; kept, it sent BERT to eager."""
+    transformers = pytest.importorskip("transformers")
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    m = transformers.BertModel(transformers.BertConfig(
+        vocab_size=100, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=64)).eval()
+    c = torch.compile(m, backend="cudal1", dynamic=True,
+                      options=dict(FAST, cache_dir=str(tmp_path), strict=strict,
+                                   new_shapes="generic", generic="eager"))
+    before = STATS["fallbacks"]
+    with torch.no_grad():
+        for b, s in ((2, 8), (3, 12)):
+            ids = torch.randint(0, 100, (b, s))
+            torch.testing.assert_close(c(input_ids=ids).last_hidden_state,
+                                       m(input_ids=ids).last_hidden_state)
+    assert STATS["fallbacks"] == before, dict(STATS)
+    assert not [w for w in warnings if "capture failed" in w], warnings

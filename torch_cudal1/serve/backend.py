@@ -26,7 +26,7 @@ def cudal1_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | Non
     try:
         return _compile(gm, example_inputs, opts)
     except Exception as e:  # noqa: BLE001 - the boundary's capture stage
-        if _dynamo_breaks_graph_on(e):
+        if _dynamo_restarts_on(e) or _dynamo_breaks_graph_on(e):
             # Dynamo turns this one into a graph break: it compiles the graph up to the op
             # (e.g. narrow() by a tensor's value) and the rest as other graphs, each through
             # this backend. Kept here, the whole graph would run eagerly.
@@ -34,6 +34,18 @@ def cudal1_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | Non
         from .fallback import report
         report("capture", e, opts, graph=_label(gm))
         return _captured_fallback(gm, example_inputs, opts)
+
+
+def _dynamo_restarts_on(e: BaseException) -> bool:
+    """``e`` is Dynamo's own signal to trace the frame again (``RestartAnalysis``): under
+    ``dynamic=True`` aot_autograd raises ``TensorifyScalarRestartAnalysis`` for a float it cannot
+    keep symbolic (BERT's attention scale), and Dynamo then traces again with that float
+    specialised and calls the backend with the new graph. Kept here, the graph ran eagerly."""
+    try:
+        from torch._dynamo.exc import RestartAnalysis
+    except Exception:  # noqa: BLE001 - internal API moved: keep the boundary's fallback
+        return False
+    return isinstance(e, RestartAnalysis)
 
 
 def _dynamo_breaks_graph_on(e: BaseException) -> bool:
