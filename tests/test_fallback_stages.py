@@ -212,3 +212,29 @@ def test_dynamos_request_to_trace_again_reaches_dynamo(strict, tmp_path, warning
                                        m(input_ids=ids).last_hidden_state)
     assert STATS["fallbacks"] == before, dict(STATS)
     assert not [w for w in warnings if "capture failed" in w], warnings
+
+
+class CondBranches(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.cond(x.sum() > 0, lambda x: self.lin(x) * 2, lambda x: self.lin(x) - 1, (x,))
+
+
+def test_a_graph_with_higher_order_branches_falls_back_at_render_without_a_search(tmp_path,
+                                                                                  warnings):
+    """A task file cannot hold torch.cond's branches: the graph runs on the fallback with one
+    line naming them, before any search is spent on it (the record keeps later processes from
+    trying again)."""
+    torch._dynamo.reset()
+    m = CondBranches().eval()
+    c = torch.compile(m, backend="cudal1", options=dict(FAST, cache_dir=str(tmp_path)))
+    before = dict(STATS)
+    with torch.no_grad():
+        for x in (torch.ones(2, 4), -torch.ones(2, 4)):
+            torch.testing.assert_close(c(x), m(x))
+    assert STATS["fallback:render"] - before.get("fallback:render", 0) == 1, dict(STATS)
+    assert STATS["searches"] == before.get("searches", 0), dict(STATS)
+    assert [w for w in warnings if "subgraphs of higher-order operators" in w], warnings

@@ -91,6 +91,20 @@ def test_graph_hash_changes_with_the_computation():
     assert graph_hash(trace(A())) == graph_hash(trace(C()))
 
 
+def test_graph_hash_reads_the_branches_of_higher_order_ops():
+    # torch.cond's branches are submodules the graph names (get_attr): their code counts too
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from torch_cudal1.graph.hashing import graph_hash
+
+    def cond(then):
+        def f(x):
+            return torch.cond(x.sum() > 0, lambda x: then(x), lambda x: x - 1, (x,))
+        return make_fx(f, tracing_mode="fake")(torch.randn(3)).graph
+
+    assert graph_hash(cond(torch.sin)) != graph_hash(cond(torch.cos))
+    assert graph_hash(cond(torch.sin)) == graph_hash(cond(torch.sin))
+
+
 def test_every_rewrite_pass_carries_a_source_hash_and_the_key_holds_them():
     from torch_cudal1 import rewrites
     hashes = rewrites.pass_hashes()

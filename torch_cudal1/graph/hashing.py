@@ -51,7 +51,19 @@ def canonical_graph_text(graph: fx.Graph) -> str:
         index[node] = i
         target = "" if node.op in ("placeholder", "output") else _target_name(node.target)
         lines.append(f"{i}|{node.op}|{target}|{_canon(node.args, index)}|{_canon(node.kwargs, index)}")
+        sub = _subgraph(graph, node)
+        if sub is not None:   # a higher-order op's branch: its own code, not only its name
+            lines.append("{" + canonical_graph_text(sub) + "}")
     return "\n".join(lines)
+
+
+def _subgraph(graph: fx.Graph, node: fx.Node):
+    if node.op != "get_attr" or graph.owning_module is None:
+        return None
+    value = graph.owning_module
+    for part in str(node.target).split("."):
+        value = getattr(value, part, None)
+    return value.graph if isinstance(value, fx.GraphModule) else None
 
 
 def graph_hash(graph: fx.Graph) -> str:

@@ -310,6 +310,13 @@ def render_task(gm: fx.GraphModule, inputs: list, name: str = "graph") -> Task:
     for n in gm.graph.nodes:
         if n.op == "call_module":
             raise UnsupportedGraph(f"call_module node {n.target}")
+    subgraphs = sorted({str(n.target) for n in gm.graph.nodes if n.op == "get_attr"})
+    if subgraphs:
+        # the subgraphs of higher-order ops (torch.cond, flex_attention's score_mod, ...): the
+        # rendered module would lack them
+        raise UnsupportedGraph("the graph calls subgraphs of higher-order operators ("
+                               + ", ".join(subgraphs[:4]) + ("..." if len(subgraphs) > 4 else "")
+                               + "), which a task file cannot hold")
     code = gm.graph.python_code("self")
     unknown = set(code.globals) - _KNOWN_GLOBALS
     if unknown:
