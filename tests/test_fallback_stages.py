@@ -238,3 +238,25 @@ def test_a_graph_with_higher_order_branches_falls_back_at_render_without_a_searc
     assert STATS["fallback:render"] - before.get("fallback:render", 0) == 1, dict(STATS)
     assert STATS["searches"] == before.get("searches", 0), dict(STATS)
     assert [w for w in warnings if "subgraphs of higher-order operators" in w], warnings
+
+
+def test_a_dynamic_graph_whose_scalars_became_tensors_is_verified(tmp_path, warnings):
+    """Under ``dynamic=True`` aot_autograd turns float scalars into tensors through torch's
+    Python-implemented prims (T5's relative position buckets); calling one imports Dynamo, which
+    rebinds ``torch.manual_seed``. The verifier's worker imports Dynamo before it takes its
+    snapshot of torch's functions for such tasks too: the eager baseline was rejected as
+    ``timer_tampering`` and the graph fell back."""
+    transformers = pytest.importorskip("transformers")
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    m = transformers.T5EncoderModel(transformers.T5Config(
+        vocab_size=100, d_model=32, d_kv=8, d_ff=64, num_layers=1, num_heads=4)).eval()
+    c = torch.compile(m, backend="cudal1", dynamic=True,
+                      options=dict(FAST, cache_dir=str(tmp_path), new_shapes="search"))
+    before = dict(STATS)
+    with torch.no_grad():
+        ids = torch.randint(0, 100, (2, 8))
+        torch.testing.assert_close(c(input_ids=ids).last_hidden_state,
+                                   m(input_ids=ids).last_hidden_state)
+    assert STATS["fallbacks"] == before.get("fallbacks", 0), dict(STATS)
+    assert STATS["winners_loaded"] - before.get("winners_loaded", 0) == 1, dict(STATS)

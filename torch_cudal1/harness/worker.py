@@ -86,10 +86,12 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
         real = real_inputs.load(setup["real_inputs"])
     init = task.get_init_inputs()
     # Dynamo rebinds some torch functions when first imported: imported before the snapshot
-    # where the candidate compiles, or calls a library's custom operator (their calls import it)
+    # where the candidate compiles, or calls a library's custom operator or one of torch's
+    # Python-implemented prims (a dynamic graph's scalars made tensors): their calls import it
+    task_text = open(setup["task_file"]).read()
     if any(k in open(setup["candidate"]).read() for k in ("compile", "dynamo", "inductor",
                                                           "torch_cudal1.templates")) or \
-            "# registers torch.ops." in open(setup["task_file"]).read():
+            any(k in task_text for k in ("# registers torch.ops.", "torch.ops.prims.")):
         import torch._dynamo  # noqa: F401 - rebinds some torch functions when first imported
     settings = global_settings.snapshot()
     snap = guards.snapshot()
