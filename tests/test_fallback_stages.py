@@ -260,3 +260,33 @@ def test_a_dynamic_graph_whose_scalars_became_tensors_is_verified(tmp_path, warn
                                    m(input_ids=ids).last_hidden_state)
     assert STATS["fallbacks"] == before.get("fallbacks", 0), dict(STATS)
     assert STATS["winners_loaded"] - before.get("winners_loaded", 0) == 1, dict(STATS)
+
+
+_MARKED = """
+import json, torch, torch_cudal1
+def f(x):
+    return torch.relu(x).view(x.shape[0], -1, 4).sum(-1) * 2
+opts = {"baselines": "inductor", "rounds": 0, "trials": 1, "new_shapes": "search",
+        "generic": "eager"}
+c = torch.compile(f, backend="cudal1", options=opts)
+x = torch.randn(6, 16)
+torch._dynamo.mark_dynamic(x, 0)
+with torch.no_grad():
+    err = max((c(x) - f(x)).abs().max().item() for _ in range(2))
+print(json.dumps({"err": err, "stats": torch_cudal1.stats()}))
+"""
+
+
+def test_a_callers_mark_dynamic_does_not_break_a_winner_that_compiles(tmp_path):
+    """``torch._dynamo.mark_dynamic`` on the caller's tensors reached the inductor winner's own
+    torch.compile, which then refused to keep the size it was verified at
+    (``ConstraintViolationError``): the entry's build was not recorded and, on a cache hit, the
+    graph fell back to eager. Searched in one process, served from the cache in the next."""
+    from helpers import run_python
+    env = {"CUDAL1_CACHE_DIR": str(tmp_path)}
+    first = run_python(_MARKED, env=env)
+    second = run_python(_MARKED, env=env)
+    for out in (first, second):
+        assert out["err"] < 1e-5 and not out["stats"].get("fallbacks"), out
+    assert "not recorded" not in first["_stderr"], first["_stderr"][-2000:]
+    assert second["stats"].get("cache_hits") == 1, second

@@ -91,6 +91,9 @@ def _record_build(staging: Path, source: str, device: str, task: Task):
         inputs = task.real_inputs
         if inputs is None:
             inputs = list(task.load().get_inputs())
+        # the same tensors without the caller's torch._dynamo.mark_dynamic (an attribute of the
+        # tensor object): the winner is built at these exact sizes, as it was verified
+        inputs = [x.detach() if isinstance(x, torch.Tensor) else x for x in inputs]
         return record_inductor_cache(staging, source, device, inputs)
     except Exception as e:  # noqa: BLE001 - an optimisation of later starts, never an error
         logger.info("inductor artefacts of the winner not recorded (%s: %s)", type(e).__name__,

@@ -77,7 +77,6 @@ class Checked:
         return self.winner(*full)
 
     def _checked(self, full):
-        self._first = False
         ref_in = [clone_layout(x) if i in self.written and isinstance(x, torch.Tensor) else x
                   for i, x in enumerate(full)]
         # the written inputs as they were, for the float64 run should it be needed
@@ -89,8 +88,10 @@ class Checked:
         except Exception as e:  # noqa: BLE001 - out of memory beside the winner, say: no verdict
             logger.debug("serve check skipped: the graph itself raised (%s: %s)",
                          type(e).__name__, e)
+            self._first = False
             return self.winner(*full)
-        got = self.winner(*full)
+        got = self.winner(*full)   # where it raises, its first call is still to be checked
+        self._first = False
         problem = self._differs(expected, _as_list(got), ref_in, full, before)
         STATS["serve_checks"] += 1
         if problem is None:

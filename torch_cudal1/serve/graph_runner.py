@@ -181,6 +181,16 @@ class GraphRunner:
         """The served implementation raised. Where the fallback answers the same inputs, the
         implementation was at fault: it is replaced by the fallback (one warning). Where the
         fallback raises too, the error is the graph's own (eager raises it): it propagates."""
+        if _marked_dynamic_conflict(e):
+            # The caller's torch._dynamo.mark_dynamic reached a winner that compiles inside
+            # (torch.compile: the inductor baselines, compiled candidates): its own Dynamo then
+            # demands those sizes stay symbolic, where it was found and verified at exact ones.
+            # The constraint is the caller's outer graph's, kept there; traced again without it.
+            try:
+                with torch._dynamo.config.patch(allow_ignore_mark_dynamic=True):
+                    return impl(*args, *self.consts)
+            except Exception as again:  # noqa: BLE001 - the boundary below decides
+                e = again
         fallback = self.fallback()
         if isinstance(impl, (_Deferred, _Pending, Fallback)):
             raise e
@@ -571,6 +581,14 @@ class GraphRunner:
         worker.submit(job, done, env=self.options.secret_env(),
                       log_dir=self.options.cache_path / "logs")
         return _Deferred(self)
+
+
+def _marked_dynamic_conflict(e: BaseException) -> bool:
+    try:
+        from torch.fx.experimental.symbolic_shapes import ConstraintViolationError
+    except Exception:  # noqa: BLE001 - internal API moved: the fallback decides
+        return False
+    return isinstance(e, ConstraintViolationError)
 
 
 def _not_ready(store, entry) -> bool:
