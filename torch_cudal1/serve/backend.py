@@ -27,9 +27,9 @@ def cudal1_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | Non
         return _compile(gm, example_inputs, opts)
     except Exception as e:  # noqa: BLE001 - the boundary's capture stage
         if _dynamo_restarts_on(e) or _dynamo_breaks_graph_on(e):
-            # Dynamo turns this one into a graph break: it compiles the graph up to the op
-            # (e.g. narrow() by a tensor's value) and the rest as other graphs, each through
-            # this backend. Kept here, the whole graph would run eagerly.
+            # Dynamo handles these: it traces the frame again (a float specialised), or breaks
+            # the graph at the op (e.g. narrow() by a tensor's value) and compiles the rest as
+            # other graphs, each through this backend. Kept here, the whole graph ran eagerly.
             raise
         from .fallback import report
         report("capture", e, opts, graph=_label(gm))
