@@ -9,6 +9,7 @@ varied from draw to draw where the graph takes it (``vary_captured``).
 from __future__ import annotations
 
 import copy
+import inspect
 import json
 
 import torch
@@ -72,19 +73,7 @@ def _make(spec):
     return base.as_strided(shape, stride)
 
 
-def _vary(real, values):
-    # Another valid input of the same kind: the captured elements shuffled, and about a quarter
-    # of them replaced by ``values`` (what the input holds; 0 too for an all-ones mask), under
-    # the draw's seed.
-    # (on the CPU, from its generator, whatever device the draw is made under: the judge and the
-    # worker draw the same values from one seed)
-    flat = real.reshape(-1)[torch.randperm(real.numel(), device="cpu")]
-    if values:
-        pick = torch.rand(flat.numel(), device="cpu") < 0.25
-        choices = torch.tensor(values, dtype=real.dtype, device="cpu")
-        flat[pick] = choices[torch.randint(len(values), (int(pick.sum()),), device="cpu")]
-    return flat.view(real.shape)
-
+{vary_source}
 
 def get_inputs():
     return [_make(s) for s in INPUT_SPECS]
@@ -93,6 +82,24 @@ def get_inputs():
 def get_init_inputs():
     return []
 '''
+
+
+def _vary(real, values, generator=None):
+    """Another valid input of the same kind as the captured CPU tensor ``real``: its elements
+    shuffled, and about a quarter of them replaced by ``values`` (what it holds; 0 too for an
+    all-ones mask). Drawn on the CPU from ``generator`` (the default one, seeded per draw, in a
+    task: the judge and the worker draw the same values from one seed, whatever the device)."""
+    flat = real.reshape(-1)[torch.randperm(real.numel(), generator=generator, device="cpu")]
+    if values:
+        pick = torch.rand(flat.numel(), generator=generator, device="cpu") < 0.25
+        choices = torch.tensor(values, dtype=real.dtype, device="cpu")
+        flat[pick] = choices[torch.randint(len(values), (int(pick.sum()),), generator=generator,
+                                           device="cpu")]
+    return flat.view(real.shape)
+
+
+# what a task's get_inputs() runs, ``_vary`` as its own source (one definition for both sides)
+_TASK_INPUTS_CODE = _INPUTS_CODE.replace("{vary_source}", inspect.getsource(_vary))
 
 
 class UnsupportedGraph(Exception):
@@ -221,6 +228,12 @@ _ORDER_SENSITIVE = {"index_put", "index_put_", "_unsafe_index_put", "_index_put_
                     "index_copy", "index_copy_", "scatter", "scatter_"}
 
 
+def _op_name(node: fx.Node):
+    """The operator's name without its overload (``index_put`` for ``aten.index_put_.default``
+    gives ``index_put_``), or None for a node that calls no operator."""
+    return getattr(getattr(node.target, "overloadpacket", None), "__name__", None)
+
+
 def _feeds_order_sensitive_writes(gm: fx.GraphModule, indices) -> set:
     """The placeholders among ``indices`` from which some ``_ORDER_SENSITIVE`` op is reached."""
     phs = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -232,8 +245,7 @@ def _feeds_order_sensitive_writes(gm: fx.GraphModule, indices) -> set:
                 if u not in seen:
                     seen.add(u)
                     todo.append(u)
-        packets = {getattr(getattr(u.target, "overloadpacket", None), "__name__", None)
-                   for u in seen if u.op == "call_function"}
+        packets = {_op_name(u) for u in seen if u.op == "call_function"}
         if packets & _ORDER_SENSITIVE:
             found.add(i)
     return found
@@ -251,8 +263,8 @@ def vary_captured(gm: fx.GraphModule, inputs: list, specs: list) -> None:
     real inputs do not, the inputs stay as captured."""
     from ..harness.real_inputs import clone_layout
     on_gpu = any(isinstance(v, torch.Tensor) and v.device.type != "cpu" for v in inputs)
-    if on_gpu and any(getattr(getattr(n.target, "overloadpacket", None), "__name__", None)
-                      in _DEVICE_ASSERTS for n in gm.graph.nodes if n.op == "call_function"):
+    if on_gpu and any(_op_name(n) in _DEVICE_ASSERTS for n in gm.graph.nodes
+                      if n.op == "call_function"):
         return
     cand = {}
     for i, (spec, v) in enumerate(zip(specs, inputs)):
@@ -267,17 +279,9 @@ def vary_captured(gm: fx.GraphModule, inputs: list, specs: list) -> None:
     written = written_placeholders(gm)
     g = torch.Generator().manual_seed(0)
 
-    def varied(i, v):
-        flat = v.detach().cpu().reshape(-1)[torch.randperm(v.numel(), generator=g)]
-        if cand[i]:
-            pick = torch.rand(flat.numel(), generator=g) < 0.25
-            choices = torch.tensor(cand[i], dtype=v.dtype)
-            flat[pick] = choices[torch.randint(len(cand[i]), (int(pick.sum()),), generator=g)]
-        return flat.view(v.shape).to(v.device)
-
     def copy(i, v):
         if i in cand:
-            return varied(i, v)
+            return _vary(v.detach().cpu(), cand[i], g).to(v.device)
         return clone_layout(v) if i in written and isinstance(v, torch.Tensor) else v
 
     def nonfinite(outs) -> bool:
@@ -335,6 +339,6 @@ def render_task(gm: fx.GraphModule, inputs: list, name: str = "graph") -> Task:
     source = (_PRELUDE + registers + "import json\n\n\nclass Model(torch.nn.Module):\n"
               "    def __init__(self):\n        super().__init__()\n\n"
               + body.rstrip() + "\n\n\nINPUT_SPECS_JSON = " + repr(json.dumps(specs))
-              + "\n" + _INPUTS_CODE)
+              + "\n" + _TASK_INPUTS_CODE)
     return Task(source=source, name=name, tensors=tensors, graph=gm, real_inputs=list(inputs),
                 input_names=names)
