@@ -7,7 +7,10 @@ calls the winner itself once the check has passed, so there it costs nothing); `
 The winner here is inductor's code for the graph (what a search's winner often is); the graphs
 are a transformer MLP block, an attention block and a convolution block at one size each.
 
-    PYTHONPATH=. python3 benchmarks/serve_check_cost.py [--device cpu|cuda] [--out FILE.md]
+    PYTHONPATH=. python3 benchmarks/serve_check_cost.py [--device cpu|cuda] [--out FILE.md|DIR]
+
+``--out`` a folder (as ``benchmarks/gpu/run.sh`` passes it) writes
+``serve_check_cost_<device>.md`` there.
 """
 from __future__ import annotations
 
@@ -99,8 +102,11 @@ def main() -> None:
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:
-        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.out).write_text(text)
+        out = Path(a.out)
+        if out.is_dir() or not out.suffix:
+            out = out / f"serve_check_cost_{a.device.split(':')[0]}.md"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
 
 
 if __name__ == "__main__":

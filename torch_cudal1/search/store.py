@@ -93,12 +93,24 @@ def _record_build(staging: Path, source: str, device: str, task: Task):
             inputs = list(task.load().get_inputs())
         # the same tensors without the caller's torch._dynamo.mark_dynamic (an attribute of the
         # tensor object): the winner is built at these exact sizes, as it was verified
-        inputs = [x.detach() if isinstance(x, torch.Tensor) else x for x in inputs]
+        inputs = [_unmarked_alias(x) for x in inputs]
         return record_inductor_cache(staging, source, device, inputs)
     except Exception as e:  # noqa: BLE001 - an optimisation of later starts, never an error
         logger.info("inductor artefacts of the winner not recorded (%s: %s)", type(e).__name__,
                     str(e).splitlines()[0][:200] if str(e) else "")
         return None
+
+
+def _unmarked_alias(x):
+    """``x``'s storage in a new tensor object of the same kind (a Parameter stays one, and
+    requires_grad is kept: both are in inductor's cache key, so the serving process's build of
+    the same graph hits what is recorded here)."""
+    if not isinstance(x, torch.Tensor):
+        return x
+    alias = x.detach().requires_grad_(x.requires_grad)
+    if isinstance(x, torch.nn.Parameter):
+        alias = torch.nn.Parameter(alias, requires_grad=x.requires_grad)
+    return alias
 
 
 __all__ = ["store_search_result"]
