@@ -255,8 +255,8 @@ def trees_in_child(name: str, dtype_name: str, impl: str, args) -> dict:
         return {}
     cmd = [sys.executable, __file__, "--child-trees", ",".join(modes), "--model", name,
            "--dtype", dtype_name, "--device", args.device, "--rounds", str(args.rounds),
-           "--impl", "plain" if impl == PLAIN else "library"] + (["--small"] if args.small else []) \
-        + (["--batch", str(args.batch)] if args.batch else [])
+           "--impl", "plain" if impl == PLAIN else "library", "--precision", args.precision] \
+        + (["--small"] if args.small else []) + (["--batch", str(args.batch)] if args.batch else [])
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=900,
                        env=dict(os.environ, PYTHONPATH=str(ROOT)))
     try:
@@ -276,6 +276,7 @@ def run_one(name: str, dtype_name: str, args) -> dict | None:
         return None
     model, inputs, impl = built
     rec = {"model": name, "impl": impl, "dtype": dtype_name, "batch": int(inputs[0].shape[0]),
+           "precision": torch.get_float32_matmul_precision(),
            "cudnn_sdp": torch.backends.cuda.cudnn_sdp_enabled()}
     fns = {"eager": model}
     torch._dynamo.reset()
@@ -321,8 +322,8 @@ def run_one(name: str, dtype_name: str, args) -> dict | None:
     if cache is not None:
         cmd = [sys.executable, __file__, "--child-warm", "--model", name, "--dtype", dtype_name,
                "--cache", cache, "--device", args.device, "--rounds", str(args.rounds),
-               "--impl", "plain" if impl == PLAIN else "library"] + (["--small"] if args.small else []) \
-            + (["--no-cudnn-sdp"] if args.no_cudnn_sdp else []) \
+               "--impl", "plain" if impl == PLAIN else "library", "--precision", args.precision] \
+            + (["--small"] if args.small else []) + (["--no-cudnn-sdp"] if args.no_cudnn_sdp else []) \
             + (["--batch", str(args.batch)] if args.batch else []) \
             + [f"--{f.replace('_', '-')}" for f in TREES_MODES if getattr(args, f)]
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
@@ -462,6 +463,9 @@ def main(argv=None) -> int:
     ap.add_argument("--no-cudnn-sdp", action="store_true",
                     help="torch.backends.cuda.enable_cudnn_sdp(False): attention by flash / "
                          "efficient kernels only (pytorch/pytorch#169849: cuDNN attention and streams)")
+    ap.add_argument("--precision", choices=("highest", "high", "medium"), default="highest",
+                    help="torch.set_float32_matmul_precision for every variant (default: PyTorch's "
+                         "own, highest); cudal1 proposes TF32 candidates only below highest")
     ap.add_argument("--small", action="store_true", help="tiny shapes (a CPU smoke run)")
     ap.add_argument("--batch", type=int, help="every model's batch (default 32; 2 with --small)")
     ap.add_argument("--impl", choices=("auto", "library", "plain"), default="auto",
@@ -479,6 +483,7 @@ def main(argv=None) -> int:
     global BATCH
     BATCH = args.batch
     stamp_cudal1_log()
+    torch.set_float32_matmul_precision(args.precision)
     if args.no_cudnn_sdp:
         torch.backends.cuda.enable_cudnn_sdp(False)
     if args.child_warm:

@@ -22,7 +22,7 @@ def table(recs: list[dict]) -> str:
     cols = [v for v in VARIANTS if any(v in (r.get("rounds_ms") or {}) for r in recs)]
     modes = [m for m in MODES if any(r.get(m + "_ms") is not None for r in recs)]
     fresh = any(r.get("warm_rounds_ms") for r in recs)
-    head = ["model", "dtype", "eager ms", "inductor ms"] + [f"{m} ms" for m in modes] \
+    head = ["model", "dtype", "float32 precision", "eager ms", "inductor ms"] + [f"{m} ms" for m in modes] \
         + [f"{v} ms" for v in cols] + [f"{v} / best (paired)" for v in cols] \
         + (["cudal1 / best (fresh processes)"] if fresh else []) \
         + (["modes' inductor / here"] if modes else [])
@@ -30,7 +30,8 @@ def table(recs: list[dict]) -> str:
     for r in recs:
         batch = r.get("batch")
         name = r["model"] + (f" (batch {batch})" if batch not in (None, 32) else "")
-        cells = [name, r["dtype"]] + [f"{x:.3f}" if (x := r.get(k + "_ms")) is not None
+        # records made before the field: TF32 candidates were then proposed at any setting
+        cells = [name, r["dtype"], r.get("precision", "not recorded")] + [f"{x:.3f}" if (x := r.get(k + "_ms")) is not None
                                             else "-" for k in ("eager", "inductor", *modes, *cols)]
         cells += [f"{x:.3f}" if (x := paired_ratio(r, v)) is not None else "-" for v in cols]
         if fresh:

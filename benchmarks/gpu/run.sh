@@ -21,7 +21,9 @@
 #                                 max-autotune / reduce-overhead modes; PLAIN=1 cudal1 without the
 #                                 arbiter's CUDA-graph alternative; SKIP_CUDAL1=1 the baselines and
 #                                 modes alone; BATCH=N every model's batch (default 32; a batch
-#                                 other than 32 goes to <model>_batchN/); DTYPES (default bf16,fp32)
+#                                 other than 32 goes to <model>_batchN/); DTYPES (default bf16,fp32);
+#                                 PRECISION: float32 matmul precision (default highest, PyTorch's;
+#                                 high or medium go to <model>_<precision>/)
 #   RECHECK=1 (RECHECK_IDS=...)   benchmarks/replay_recheck.py before the runner (RECHECK_S
 #                                 seconds, default 240): replayed solutions accepted under older
 #                                 verifier rules, and solutions timed while the host disturbed
@@ -105,11 +107,12 @@ if [ -n "${MODELS:-}" ]; then
   for item in ${MODELS//,/ }; do
     [ $(( end - SECONDS )) -lt 60 ] && break
     n=${item//:/_}; [ -n "${BATCH:-}" ] && [ "$BATCH" != 32 ] && n=${n}_batch$BATCH
+    [ -n "${PRECISION:-}" ] && [ "$PRECISION" != highest ] && n=${n}_$PRECISION
     mkdir -p $d/$n; load $n
     CUDAL1_TIMING_CPUS=$T CUDAL1_WORK_CPUS=$WORK CUDAL1_NATIVE=0 timeout $(( end - SECONDS )) \
       taskset -c $T,$WORK python3 benchmarks/real_models.py --models $item --dtypes ${DTYPES:-bf16,fp32} \
       ${MAX_AUTOTUNE:+--max-autotune} ${REDUCE_OVERHEAD:+--reduce-overhead} ${PLAIN:+--plain} ${SKIP_CUDAL1:+--skip-cudal1} ${BATCH:+--batch $BATCH} \
-      --out $d/$n > $d/$n/stdout.log 2>&1
+      ${PRECISION:+--precision $PRECISION} --out $d/$n > $d/$n/stdout.log 2>&1
     tail -n +3 $d/$n/real_models.md 2>/dev/null
   done
   # one table over every model's current result in the folder
