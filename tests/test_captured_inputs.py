@@ -121,3 +121,54 @@ def test_a_candidate_that_keeps_the_first_calls_ids_is_rejected():
     assert not verdict.accepted and verdict.reason in ("mismatch", "stale_output"), verdict
     verdict, _ = evaluate(task, Candidate(_HONEST, "test:honest"), **kw)
     assert verdict.accepted, verdict
+
+
+# A library operator whose inputs mix quantities by column, as torchvision's roi_align takes
+# (batch index, x1, y1, x2, y2) rows: its kernel trusts the batch index (torchvision's reads out
+# of bounds; this one raises instead of crashing the test's process).
+@torch.library.custom_op("cudal1_testrows::pool_rows", mutates_args=())
+def pool_rows(feats: torch.Tensor, rois: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+    b = rois[:, 0].long()
+    if bool((b < 0).any()) or bool((b >= feats.shape[0]).any()):
+        raise IndexError("batch index out of range")
+    if bool((offsets[1:] < offsets[:-1]).any()):
+        raise IndexError("offsets out of order")
+    return feats[b].mean(-1) * (rois[:, 3] - rois[:, 1]).unsqueeze(-1) + offsets.sum()
+
+
+@pool_rows.register_fake
+def _(feats, rois, offsets):
+    return feats.new_empty(rois.shape[0], feats.shape[1])
+
+
+def _pool(feats, rois, offsets):
+    return pool_rows(feats, rois.view(-1, 5), offsets) * 2
+
+
+def _pool_inputs():
+    g = torch.Generator().manual_seed(0)
+    rois = torch.cat([torch.zeros(30, 1), torch.rand(30, 4, generator=g) * 320], 1)
+    return [torch.randn(1, 8, 6, generator=g), rois, torch.tensor([0, 4, 9, 30])]
+
+
+def test_library_operator_inputs_are_drawn_by_column_and_never_shuffled():
+    feats, rois, offsets = _pool_inputs()
+    task = _render(_pool, [feats, rois, offsets])
+    assert len(_spec(task, "rois_1")["columns"]) == 5
+    assert "vary" not in _spec(task, "offsets_1")     # its order is the operator's to know
+    for d_feats, d_rois, d_offsets in _draws(task):
+        assert not torch.equal(d_rois, rois)            # still fresh values every draw
+        assert (d_rois[:, 0].long() == 0).all()         # the batch index stays one of a batch of 1
+        assert (d_rois[:, 1:] >= 0).all() and (d_rois[:, 1:] <= 320).all()
+        assert torch.equal(d_offsets, offsets)
+        assert not torch.equal(d_feats, feats)
+
+
+def test_a_graph_with_a_library_operator_is_verified():
+    # drawn over the whole tensor's range, the batch index reached 320 and the reference itself
+    # failed: every baseline was rejected and the graph fell back in every process
+    from torch_cudal1.engines.baselines import baseline_candidate
+    task = _render(_pool, _pool_inputs())
+    verdict, _ = evaluate(task, baseline_candidate(task, "eager"), device="cpu", trials=2,
+                          timeout_s=120, time_it=False)
+    assert verdict.accepted, verdict

@@ -43,20 +43,30 @@ def _module_of(ns: str, opname: str) -> str | None:
         return None
 
 
+def library_namespace(node: fx.Node) -> str | None:
+    """The namespace of the library operator ``node`` calls (``torchvision`` for
+    ``torch.ops.torchvision.roi_align``), or None for torch's own operators and other nodes."""
+    op = node.target
+    if node.op != "call_function" or not isinstance(op, (torch._ops.OpOverload,
+                                                          torch._ops.OpOverloadPacket)):
+        return None
+    # "ns::name" for an overload packet and an overload alike (a packet has no .namespace)
+    qualified = getattr(op, "_qualified_op_name", None) or op.name().split(".")[0]
+    ns = qualified.split("::", 1)[0]
+    return None if ns in _TORCH_NAMESPACES else ns
+
+
 def import_lines(gm: fx.GraphModule) -> str:
     """Source lines importing what registers ``gm``'s non-torch operators ('' when none);
     ``OpNotImportable`` when one cannot be imported elsewhere."""
     lines: list[str] = []
     for n in gm.graph.nodes:
+        ns = library_namespace(n)
+        if ns is None:
+            continue
         op = n.target
-        if n.op != "call_function" or not isinstance(op, (torch._ops.OpOverload,
-                                                            torch._ops.OpOverloadPacket)):
-            continue
-        # "ns::name" for an overload packet and an overload alike (a packet has no .namespace)
         qualified = getattr(op, "_qualified_op_name", None) or op.name().split(".")[0]
-        ns, opname = qualified.split("::", 1)
-        if ns in _TORCH_NAMESPACES:
-            continue
+        opname = qualified.split("::", 1)[1]
         name = f"torch.ops.{ns}.{opname}"
         mod = _module_of(ns, opname)
         if not mod or mod == "__main__":

@@ -4,7 +4,8 @@ The graph's inputs (parameters and buffers included) become ``Model.forward`` ar
 ``get_init_inputs()`` returns ``[]``. ``get_inputs()`` draws fresh inputs that respect each real
 input's dtype, layout and value range; inputs that random draws cannot replace (integer or bool
 tensors such as indices and masks, non-finite values) are captured, and the integer and bool ones
-varied from draw to draw where the graph takes it (``vary_captured``).
+varied from draw to draw where the graph takes it (``vary_captured``). Inputs of library operators
+(``library_inputs``) are drawn column by column (floats) or kept as captured (integers).
 """
 from __future__ import annotations
 
@@ -62,6 +63,15 @@ def _make(spec):
             return torch.empty_strided(shape, stride, dtype=dtype, device=spec["device"]).copy_(real)
         except RuntimeError:  # overlapping strides: keep the contiguous copy
             return real.to(spec["device"])
+    if "columns" in spec:
+        cols = [torch.rand(shape[:-1] + [1], dtype=torch.float64) * (c["hi"] - c["lo"]) + c["lo"]
+                if "lo" in c else torch.randn(shape[:-1] + [1], dtype=torch.float64) * c["std"]
+                + c["mean"] for c in spec["columns"]]
+        drawn = torch.cat(cols, -1).to(dtype)
+        try:
+            return torch.empty_strided(shape, stride, dtype=dtype, device=spec["device"]).copy_(drawn)
+        except RuntimeError:  # overlapping strides: keep the contiguous copy
+            return drawn.to(spec["device"])
     numel = 1 + sum((s - 1) * st for s, st in zip(shape, stride)) if all(shape) else 0
     if spec["gen"] == "uniform":
         base = torch.rand(numel, dtype=torch.float64) * (spec["hi"] - spec["lo"]) + spec["lo"]
@@ -179,6 +189,35 @@ def input_spec(name: str, value) -> dict:
     return spec
 
 
+# At most this many columns of a library operator's float input get statistics of their own.
+_MAX_COLUMNS = 64
+
+
+def column_stats(t: torch.Tensor):
+    """Per column of the last dimension, what ``input_spec`` finds for the whole tensor (``lo``/
+    ``hi`` where the column is non-negative, else ``mean``/``std``), or None where that dimension
+    is too wide or a value is not finite.
+
+    For the float inputs of library operators, which may mix quantities by column: a
+    torchvision box list is (batch index, x1, y1, x2, y2) rows, and drawn over the whole tensor's
+    range the batch index reaches 320 for a batch of 1, which ``roi_align``'s kernel reads
+    outside its input for (a crash, not an error)."""
+    if t.dim() < 2 or not 1 < t.shape[-1] <= _MAX_COLUMNS or t.numel() == 0:
+        return None
+    f = t.detach().double().reshape(-1, t.shape[-1])
+    if not torch.isfinite(f).all():
+        return None
+    cols = []
+    for c in f.unbind(1):
+        lo, hi = c.min().item(), c.max().item()
+        if lo >= 0:
+            cols.append({"lo": lo, "hi": hi if hi > lo else lo + 1.0})
+        else:
+            std = c.std().item() if c.numel() > 1 else 1.0
+            cols.append({"mean": c.mean().item(), "std": std if std > 0 else 1.0})
+    return cols
+
+
 # At most this many distinct values of a captured integer input are listed as its replacements.
 _MAX_VALUES = 64
 
@@ -251,7 +290,37 @@ def _feeds_order_sensitive_writes(gm: fx.GraphModule, indices) -> set:
     return found
 
 
-def vary_captured(gm: fx.GraphModule, inputs: list, specs: list) -> None:
+# Ops that only change how a placeholder's data is viewed or copied: a library operator reached
+# through them still takes that data.
+_LAYOUT_ONLY = {"view", "_unsafe_view", "reshape", "unsqueeze", "squeeze", "permute", "transpose",
+                "t", "expand", "contiguous", "clone", "_to_copy", "alias", "slice", "select",
+                "unbind", "split", "split_with_sizes"}
+
+
+def library_inputs(gm: fx.GraphModule) -> set:
+    """Indices of the placeholders whose data reaches an operator of a library (outside torch's
+    own namespaces: torchvision's detection ops, a user's custom op), directly or through
+    ``_LAYOUT_ONLY`` ops. What such an operator requires of its inputs (a batch index in a
+    column, sorted offsets) is not known here, and its kernel may not check it."""
+    import operator
+
+    from .op_imports import library_namespace
+    found = set()
+    for i, ph in enumerate(n for n in gm.graph.nodes if n.op == "placeholder"):
+        seen, todo = set(), [ph]
+        while todo and i not in found:
+            for u in todo.pop().users:
+                if u in seen:
+                    continue
+                seen.add(u)
+                if library_namespace(u):
+                    found.add(i)
+                elif u.target is operator.getitem or _op_name(u) in _LAYOUT_ONLY:
+                    todo.append(u)
+    return found
+
+
+def vary_captured(gm: fx.GraphModule, inputs: list, specs: list, keep: frozenset = frozenset()) -> None:
     """Mark the captured integer and bool inputs (indices, masks, positions) that draws vary.
 
     Replayed as captured, they would be the same in every draw, and a candidate could treat them
@@ -260,7 +329,9 @@ def vary_captured(gm: fx.GraphModule, inputs: list, specs: list) -> None:
     holds (a shuffle alone where duplicates would make the answer depend on the order of writes),
     is another input of the same kind; whether the graph takes it is tried once here, on
     copies (the user's graph, eagerly): where it raises, or answers with NaN or inf where the
-    real inputs do not, the inputs stay as captured."""
+    real inputs do not, the inputs stay as captured. Inputs in ``keep`` (those of library
+    operators) are never varied: their kernels may not check what this trial cannot see, and a
+    kernel reading out of bounds ends the process instead of raising."""
     from ..harness.real_inputs import clone_layout
     on_gpu = any(isinstance(v, torch.Tensor) and v.device.type != "cpu" for v in inputs)
     if on_gpu and any(_op_name(n) in _DEVICE_ASSERTS for n in gm.graph.nodes
@@ -268,7 +339,7 @@ def vary_captured(gm: fx.GraphModule, inputs: list, specs: list) -> None:
         return
     cand = {}
     for i, (spec, v) in enumerate(zip(specs, inputs)):
-        if spec.get("gen") == "captured" and isinstance(v, torch.Tensor):
+        if spec.get("gen") == "captured" and isinstance(v, torch.Tensor) and i not in keep:
             values = _variants(v)
             if values is not None:
                 cand[i] = values
@@ -332,7 +403,13 @@ def render_task(gm: fx.GraphModule, inputs: list, name: str = "graph") -> Task:
         raise UnsupportedGraph(str(e)) from None
     names = [n.name for n in placeholders]
     specs = [input_spec(nm, v) for nm, v in zip(names, inputs)]
-    vary_captured(gm, inputs, specs)
+    library = frozenset(library_inputs(gm))
+    for i in library:
+        if specs[i].get("gen") in ("uniform", "randn"):
+            cols = column_stats(inputs[i])
+            if cols is not None:
+                specs[i]["columns"] = cols
+    vary_captured(gm, inputs, specs, keep=library)
     tensors = {s["name"]: inputs[i].detach().cpu().contiguous()
                for i, s in enumerate(specs) if s.get("gen") == "captured"}
     body = "\n".join("    " + line if line.strip() else "" for line in code.src.strip("\n").splitlines())
