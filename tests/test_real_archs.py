@@ -175,11 +175,13 @@ def test_the_table_of_recorded_runs_shows_the_modes_measured():
     assert "reduce_overhead" not in real_models_table.table([rec])
     with_mode = dict(rec, reduce_overhead_ms=1.0,
                      trees={"reduce_overhead": {"vs_inductor": 0.5}})
-    lines = real_models_table.table([with_mode, rec]).splitlines()
-    assert lines[0].split(" | ")[4] == "reduce_overhead ms"
+    lines = real_models_table.table([with_mode, dict(rec, precision="highest")]).splitlines()
+    assert lines[0].split(" | ")[5] == "reduce_overhead ms"
+    # the float32 precision the run used; records made before it was recorded say so
+    assert lines[2].split(" | ")[2] == "not recorded" and lines[3].split(" | ")[2] == "highest"
     # the last column: inductor's speed in the modes' process over here (not recorded: -)
-    assert lines[2].split(" | ")[4:] == ["1.000", "1.500", "1.500", "- |"]
-    assert lines[3].split(" | ")[4:] == ["-", "1.500", "0.750", "- |"]
+    assert lines[2].split(" | ")[5:] == ["1.000", "1.500", "1.500", "- |"]
+    assert lines[3].split(" | ")[5:] == ["-", "1.500", "0.750", "- |"]
 
 
 def test_search_attempts_are_read_back_from_the_cache(tmp_path):
