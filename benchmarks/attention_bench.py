@@ -1,12 +1,14 @@
-"""The float32 attention template in TF32 (``torch.ops.cudal1.attention_tf32``) against ATen's
-float32 attention (eager and inductor), and against the fp16 FlashAttention call CUDA-L1's
-solutions make (L3_31: cast to fp16 under autocast), on the current GPU. Prints a markdown
-table and writes it (with JSON) under --out.
+"""The float32 attention template in TF32 (``torch.ops.cudal1.attention_tf32``), and at float32's
+precision with its products split in three TF32 ones (``attention_3xtf32``, column ``split``),
+against ATen's float32 attention (eager and inductor), and against the fp16 FlashAttention call
+CUDA-L1's solutions make (L3_31: cast to fp16 under autocast), on the current GPU. Prints a
+markdown table and writes it (with JSON) under --out.
 
     PYTHONPATH=. python3 benchmarks/attention_bench.py   # into benchmarks/results/attention_bench/<gpu>/
 
 Times with triton.testing.do_bench (median). ``relerr`` is the norm-relative error against
-float64 attention: the verifier's float32 tolerance is 1e-3 (``verify/compare.py``). A second
+float64 attention: the verifier's float32 tolerance is 1e-4 at PyTorch's default precision
+(``"highest"``), 1e-3 at ``"high"`` (``verify/compare.py``). A second
 table (``attention_tiles``) gives triton.autotune's time for each of the template's tiles per
 shape (``BLOCK_M x BLOCK_N, warps, stages``; ``-`` where a tile did not fit): what to keep in
 ``CONFIGS``.
@@ -60,11 +62,15 @@ def main() -> None:
         def fp16(q, k, v):
             return sdpa(q.half(), k.half(), v.half()).float()
 
+        def split(q, k, v):
+            return torch.ops.cudal1.attention_3xtf32(q, k, v, m, None, causal, [0, 1, 2, 3])
+
         def template(q, k, v):
             return torch.ops.cudal1.attention_tf32(q, k, v, m, None, causal, [0, 1, 2, 3])
 
+        # the TF32 template last: the tile table reads its autotuner's last choice
         impls = {"eager": sdpa, "inductor": torch.compile(sdpa, dynamic=False), "fp16": fp16,
-                 "template": template}
+                 "split": split, "template": template}
         expect = sdpa(q.double(), k.double(), v.double())
         row = {"shape": f"{b}x{h}x{lq}x{lk}x{e}", "causal": causal, "mask": kind or "-"}
         for name, f in impls.items():
@@ -74,8 +80,9 @@ def main() -> None:
                 row[f"{name}_ms"] = round(triton.testing.do_bench(lambda: f(q, k, v), warmup=25, rep=100), 4)
             except Exception as exc:  # noqa: BLE001 - a failing implementation is a row's finding
                 row[f"{name}_error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
-        if row.get("template_ms") and row.get("inductor_ms"):
-            row["template_vs_inductor"] = round(row["inductor_ms"] / row["template_ms"], 3)
+        for name in ("template", "split"):
+            if row.get(f"{name}_ms") and row.get("inductor_ms"):
+                row[f"{name}_vs_inductor"] = round(row["inductor_ms"] / row[f"{name}_ms"], 3)
         tuned = (template_module._KERNEL or (None, None))[1]
         if getattr(tuned, "best_config", None) is not None:
             row["template_tile"] = _tile(tuned.best_config)
@@ -86,10 +93,11 @@ def main() -> None:
             tiles.append(tile_row)
         rows.append(row)
         print(json.dumps(row), flush=True)
-    write_report(Path(args.out), "attention", "float32 attention: the TF32 template vs ATen", rows,
+    write_report(Path(args.out), "attention", "float32 attention: the templates (TF32, and split "
+                 "in three TF32 products) vs ATen", rows,
                  ["shape", "causal", "mask", "eager_ms", "inductor_ms", "fp16_ms", "template_ms",
-                  "template_vs_inductor", "template_tile", "eager_relerr", "fp16_relerr",
-                  "template_relerr"])
+                  "template_vs_inductor", "split_ms", "split_vs_inductor", "template_tile",
+                  "eager_relerr", "fp16_relerr", "template_relerr", "split_relerr"])
     if tiles:
         write_report(Path(args.out), "attention_tiles", "the template's tiles, as triton.autotune "
                      "timed them (ms)", tiles, ["shape", "causal", "mask"]

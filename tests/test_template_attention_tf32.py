@@ -1,8 +1,9 @@
-"""The float32 flash-attention template in TF32 (``templates/attention_tf32.py``) and its rewrite
+"""The float32 flash-attention template (``templates/attention_tf32.py``) and its rewrites
 (``rewrites/attention_tf32.py``): the kernel agrees with float64 attention under Triton's
-interpreter (a child process: the interpreter is chosen when the kernel is defined); the rewrite
-fires only on GPU graphs; the engine offers it only where it may propose TF32, beside the graph
-without it."""
+interpreter (a child process: the interpreter is chosen when the kernel is defined), within
+TF32's rounding, or float32's with its products split in three TF32 ones; the rewrites fire only
+on GPU graphs; the engine offers the TF32 kernel only where it may propose TF32, the split one
+where it may not, each beside the graph without it."""
 import pytest
 import torch
 from helpers import run_triton_interpreted
@@ -307,19 +308,112 @@ def test_the_kernel_compiles_for_hopper_with_a_tile_that_fits():
 
     from torch_cudal1.templates import attention_tf32 as template
     forward = template._kernel()
-    consts = {"E_P2", "EV_P2", "CAUSAL", "HAS_MASK", "BLOCK_M", "BLOCK_N"}
-    sig = {n: "constexpr" if n in consts else "*fp16" if n == "v_ptr" else "*fp32"
-           if n.endswith("_ptr") else "fp32" if n == "scale" else "i32" for n in forward.arg_names}
-    for head, masked in ((32, False), (128, True)):
+    consts = {"E_P2", "EV_P2", "CAUSAL", "HAS_MASK", "SPLIT", "BLOCK_M", "BLOCK_N"}
+    for head, masked, split in ((32, False, False), (128, True, False), (32, False, True),
+                                (128, True, True)):
+        # the values in fp16 (scaled), or float32 as they are where the products are split
+        sig = {n: "constexpr" if n in consts else "*fp16" if n == "v_ptr" and not split
+               else "*fp32" if n.endswith("_ptr") else "fp32" if n == "scale" else "i32"
+               for n in forward.arg_names}
         fits = []
         for m, n, warps, stages in template.CONFIGS:
             kernel = triton.compile(
                 ASTSource(fn=forward, signature=sig,
                           constexprs=dict(E_P2=head, EV_P2=head, CAUSAL=masked, HAS_MASK=masked,
-                                          BLOCK_M=m, BLOCK_N=n)),
+                                          SPLIT=split, BLOCK_M=m, BLOCK_N=n)),
                 target=GPUTarget("cuda", 90, 32),
                 options={"num_warps": warps, "num_stages": stages})
             fits.append(kernel.metadata.shared <= 227 * 1024)
-        assert any(fits), (head, masked)
+        assert any(fits), (head, masked, split)
     # on the device those tiles are what triton.autotune picks from, per shape
     assert len(template._tuned(forward).configs) == len(template.CONFIGS)
+
+
+def test_split_products_keep_float32s_precision():
+    """``attention_3xtf32``: each product as three TF32 products on exactly split operands. Its
+    error against float64 is float32 arithmetic's (within 3x of ATen's float32 attention), where
+    the TF32 kernel's is a thousand times larger: causal and not, masks, 3-D and strided 4-D."""
+    out = run_triton_interpreted("""
+        import torch
+        from torch_cudal1.templates import attention_tf32 as m
+        torch.manual_seed(0)
+        torch.set_float32_matmul_precision("highest")
+        F = torch.nn.functional
+        def err(y, ref):
+            return ((y.double() - ref).norm() / ref.norm()).item()
+        cases = [((1, 2, 40, 24), (1, 2, 72, 24), 24, False, None),
+                 ((2, 33, 16), (2, 50, 16), 40, True, None),
+                 ((2, 3, 20, 16), (2, 3, 36, 16), 16, False, torch.randn(3, 20, 36)),
+                 ((2, 3, 20, 16), (2, 3, 36, 16), 16, False,
+                  torch.arange(36) < torch.tensor([30, 7])[:, None, None, None])]
+        for shape_q, shape_k, ev, causal, mask in cases:
+            q, k = torch.randn(*shape_q) * 2, torch.randn(*shape_k)
+            v = torch.randn(*shape_k[:-1], ev) * 1e3
+            if q.dim() == 4:
+                q = q.transpose(1, 2).contiguous().transpose(1, 2)
+            dmask = mask.double() if mask is not None and mask.is_floating_point() else mask
+            ref = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), dmask,
+                                                 is_causal=causal)
+            fp32 = F.scaled_dot_product_attention(q, k, v, mask, is_causal=causal)
+            order = list(range(q.dim()))
+            split = torch.ops.cudal1.attention_3xtf32(q, k, v, mask, None, causal, order)
+            tf32 = torch.ops.cudal1.attention_tf32(q, k, v, mask, None, causal, order)
+            print(err(split, ref), err(fp32, ref), err(tf32, ref))
+        assert m._KERNEL is not None   # the template ran, not ATen's attention
+    """)
+    rows = [[float(x) for x in line.split()] for line in out.strip().splitlines()]
+    assert len(rows) == 4
+    for split, fp32, tf32 in rows:
+        assert split < 3 * fp32 + 1e-7 and split < 1e-6, rows
+        assert tf32 > 100 * split, rows
+
+
+def test_the_engine_offers_split_attention_where_tf32_may_not_be_proposed(monkeypatch):
+    monkeypatch.setattr(attention_tf32, "DEVICES", ("cuda", "cpu"))
+    assert "attention_3xtf32" in KERNEL_CHOICE and "attention_3xtf32" not in TF32_ONLY
+    off = _origins(_attention_task(), "off")
+    split = "builtin:rewrite(dead_code,fused_attention,attention_3xtf32)"
+    assert [o for o in off if "attention_3xtf32" in o] == [split, split + "+inductor"], off
+    assert "builtin:rewrite(dead_code,fused_attention)+inductor" in off   # and without it
+    # where TF32 may be proposed, the TF32 kernel takes the attention: the faster of the two
+    assert not any("attention_3xtf32" in o for o in _origins(_attention_task(), "on"))
+
+
+@pytest.mark.parametrize("kernel,accepted", [("attention_3xtf32", True),
+                                             ("attention_tf32", False)])
+def test_at_pytorchs_default_precision_the_verifier_takes_the_split_kernel_only(
+        kernel, accepted, monkeypatch, tmp_path):
+    """At ``"highest"`` the verifier's float32 tolerance is float32 arithmetic's: the split
+    kernel's candidate (the rewritten graph, run eagerly, the kernel under Triton's interpreter)
+    passes it; the TF32 kernel's same graph is rejected as too far from float64."""
+    from torch_cudal1.verify import evaluate
+    monkeypatch.setattr(attention_tf32, "DEVICES", ("cuda", "cpu"))
+    task = _attention_task(mask=True)
+    tf32 = "off" if kernel == "attention_3xtf32" else "on"
+    cand, = [c for c in BuiltinEngine(Options.resolve({"tf32": tf32})).propose(
+        task, [], SearchContext(device="cpu", round=1, samples=2))
+        if kernel in c.origin and c.origin.endswith(("+inductor" if kernel == "attention_tf32"
+                                                     else ")"))]
+    verdict, _ = evaluate(task, cand, build_cache_dir=str(tmp_path / "builds"), timeout_s=300,
+                          time_budget_s=0.2, device="cpu", extra_env={"TRITON_INTERPRET": "1"},
+                          precision="highest")
+    assert verdict.accepted is accepted, (verdict.reason, verdict.detail)
+    if not accepted:
+        assert verdict.reason == "mismatch", (verdict.reason, verdict.detail)
+
+
+@pytest.mark.gpu
+def test_split_attention_on_cuda_matches_float64_as_float32_does():
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    torch.manual_seed(0)
+    F = torch.nn.functional
+    for (b, h, length, e), causal in [((2, 4, 16384, 32), False), ((4, 8, 1000, 64), True),
+                                      ((1, 2, 513, 128), False), ((2, 2, 300, 80), True)]:
+        q, k, v = (torch.randn(b, h, length, e, device="cuda") for _ in range(3))
+        ref = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=causal)
+        y = torch.ops.cudal1.attention_3xtf32(q, k, v, None, None, causal, [0, 1, 2, 3])
+        fp32 = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        err = ((y.double() - ref).norm() / ref.norm()).item()
+        err32 = ((fp32.double() - ref).norm() / ref.norm()).item()
+        assert err < max(4 * err32, 2e-6), ((b, h, length, e), err, err32)

@@ -113,6 +113,8 @@ PASSES = [Pass(*p) for p in [
     ("fused_attention", attention.run, True),
     # nor this, nor exact: float32 attention as a flash-attention template in TF32 (GPU graphs)
     ("attention_tf32", attention_tf32.run, True),
+    # the same template at float32's precision (three TF32 products each), where TF32 is not allowed
+    ("attention_3xtf32", attention_tf32.run_3xtf32, True),
     # not less work (strided: no products with inserted zeros), but the forward kernels
     ("transposed_conv_as_conv", conv_transpose.run, True),
     # nor this: an average pool as a depthwise convolution with a constant kernel
@@ -127,7 +129,7 @@ NAMES = [p[0] for p in PASSES]
 # Passes that move work to other kernels rather than remove it: whether that is faster depends on
 # the device and the shapes, so the built-in engine proposes the graph both with and without them.
 KERNEL_CHOICE = {"transposed_conv_as_conv", "avg_pool_as_conv", "long_row_layer_norm",
-                 "long_row_group_norm", "attention_tf32"}
+                 "long_row_group_norm", "attention_tf32", "attention_3xtf32"}
 # Passes whose kernels round float32 products to TF32: proposed only where the engine may propose
 # TF32 (option ``tf32``), in the rewritten graph through inductor with and without TF32 for the
 # module's other products.

@@ -1,8 +1,11 @@
-"""float32 fused attention as the TF32 flash-attention template (``templates/attention_tf32.py``).
+"""float32 fused attention as the flash-attention template (``templates/attention_tf32.py``).
 
-Not less arithmetic, and not exact: the template's products round their inputs to TF32, so the
-built-in engine offers the graph with it only where it may propose TF32 (a ``TF32_ONLY`` pass), and
-always beside the graph without it (a ``KERNEL_CHOICE`` pass).
+``run``: the TF32 kernel. Not less arithmetic, and not exact: its products round their inputs to
+TF32, so the built-in engine offers the graph with it only where it may propose TF32 (a
+``TF32_ONLY`` pass), and always beside the graph without it (a ``KERNEL_CHOICE`` pass).
+``run_3xtf32``: the same kernel with each product as three TF32 products, float32's precision:
+offered at every precision setting (a ``KERNEL_CHOICE`` pass), where the TF32 kernel did not
+take the attention first.
 Fires on a GPU graph's float32 attention without dropout whose shapes and mask the template
 takes: ``scaled_dot_product_attention`` as the ``fused_attention`` rewrite writes it, and the
 backend op a user's own call (or ``nn.MultiheadAttention`` without weights) traces to — float32
@@ -41,7 +44,16 @@ def _output_only(n: fx.Node) -> bool:
 
 
 def run(gm: fx.GraphModule) -> int:
-    from ..templates import attention_tf32 as template
+    return _replace(gm, "attention_tf32")
+
+
+def run_3xtf32(gm: fx.GraphModule) -> int:
+    return _replace(gm, "attention_3xtf32")
+
+
+def _replace(gm: fx.GraphModule, op_name: str) -> int:
+    from ..templates import attention_tf32 as template   # registers the ops
+    op = getattr(torch.ops.cudal1, op_name).default
     count = 0
     for n in list(gm.graph.nodes):
         if n.op != "call_function" or n.target not in _OPS:
@@ -59,10 +71,9 @@ def run(gm: fx.GraphModule) -> int:
             continue
         out = val(n) if single else val(n)[0]
         with gm.graph.inserting_before(n):   # in the replaced output's layout: views follow
-            new = gm.graph.call_function(torch.ops.cudal1.attention_tf32.default,
-                                         (kw["query"], kw["key"], kw["value"], mask,
-                                          kw.get("scale"), bool(kw.get("is_causal")),
-                                          template.layout_order(out)))
+            new = gm.graph.call_function(op, (kw["query"], kw["key"], kw["value"], mask,
+                                              kw.get("scale"), bool(kw.get("is_causal")),
+                                              template.layout_order(out)))
         new.meta = dict(n.meta, val=out)
         if not single:
             for u in list(n.users):

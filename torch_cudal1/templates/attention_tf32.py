@@ -16,6 +16,12 @@ built-in engine may propose TF32 (option ``tf32``; ``rewrites.TF32_ONLY``), and 
 candidate is verified against the reference run in full float32. Elsewhere the op is ATen's
 ``scaled_dot_product_attention``. Masks: boolean (True takes part) or additive float32,
 broadcasting to the scores.
+
+``torch.ops.cudal1.attention_3xtf32`` is the same kernel with each product split into three
+TF32 products (``attention_tf32_kernel.py``): float32's precision (within a few units of its
+rounding, as float32 arithmetic in another order), so a graph may hold it at PyTorch's default
+``"highest"`` too, where TF32 may not be proposed: the L x L scores are still never stored, and
+the products still run on tensor cores, at about a third of the TF32 kernel's rate.
 """
 from __future__ import annotations
 
@@ -25,6 +31,7 @@ import os
 import torch
 
 OP = "cudal1::attention_tf32"
+OP_3XTF32 = "cudal1::attention_3xtf32"
 MAX_HEAD_DIM = 128
 
 
@@ -76,7 +83,7 @@ def _tuned(forward):
     return triton.autotune(
         configs=[triton.Config({"BLOCK_M": m, "BLOCK_N": n}, num_warps=w, num_stages=st)
                  for m, n, w, st in CONFIGS],
-        key=["L", "S", "E_P2", "EV_P2", "CAUSAL", "HAS_MASK"], **keep)(forward)
+        key=["L", "S", "E_P2", "EV_P2", "CAUSAL", "HAS_MASK", "SPLIT"], **keep)(forward)
 
 
 def _empty(shape, order, like: torch.Tensor) -> torch.Tensor:
@@ -100,7 +107,7 @@ def _half_values(v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return (v / v_scale).to(torch.float16), v_scale
 
 
-def _run(q, k, v, mask, scale: float, causal: bool, order) -> torch.Tensor:
+def _run(q, k, v, mask, scale: float, causal: bool, order, split: bool = False) -> torch.Tensor:
     global _KERNEL
     import triton
     if _KERNEL is None:
@@ -118,11 +125,15 @@ def _run(q, k, v, mask, scale: float, causal: bool, order) -> torch.Tensor:
     m4 = mask if mask is not None else q4
     if out.numel():
         e_p2, ev_p2 = (max(16, triton.next_power_of_2(d)) for d in (E, EV))
-        v16, v_scale = _half_values(v4)
-        args = (q4, k4, v16, v_scale, m4, o4, float(scale), H, L, S, *q4.stride(), *k4.stride(),
-                *v16.stride(), v_scale.stride(0), v_scale.stride(1), v_scale.stride(3),
-                *m4.stride(), *o4.stride(), E, EV)
-        consts = dict(E_P2=e_p2, EV_P2=ev_p2, CAUSAL=causal, HAS_MASK=mask is not None)
+        if split:   # float32 values as they are (no scale read)
+            vk, v_scale, vs_strides = v4, v4, (0, 0, 0)
+        else:
+            vk, v_scale = _half_values(v4)
+            vs_strides = (v_scale.stride(0), v_scale.stride(1), v_scale.stride(3))
+        args = (q4, k4, vk, v_scale, m4, o4, float(scale), H, L, S, *q4.stride(), *k4.stride(),
+                *vk.stride(), *vs_strides, *m4.stride(), *o4.stride(), E, EV)
+        consts = dict(E_P2=e_p2, EV_P2=ev_p2, CAUSAL=causal, HAS_MASK=mask is not None,
+                      SPLIT=split)
         plain, tuned = _KERNEL
         if q.is_cuda:
             tuned[lambda meta: (B * H, triton.cdiv(L, meta["BLOCK_M"]))](*args, **consts)
@@ -133,6 +144,16 @@ def _run(q, k, v, mask, scale: float, causal: bool, order) -> torch.Tensor:
     return out
 
 
+def _attention(q, k, v, attn_mask, scale, is_causal: bool, order, split: bool) -> torch.Tensor:
+    """The template where it runs, else ATen's attention, the output laid out in ``order``."""
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    if not (_triton_enabled(q) and takes(q, k, v, attn_mask)):
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask,
+                                                             is_causal=is_causal, scale=scale)
+        return _empty(y.shape, order, y).copy_(y)
+    return _run(q, k, v, attn_mask, scale, is_causal, order, split=split)
+
+
 @torch.library.custom_op(OP, mutates_args=())
 def attention_tf32(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                    attn_mask: torch.Tensor | None, scale: float | None, is_causal: bool,
@@ -140,15 +161,24 @@ def attention_tf32(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     """``scaled_dot_product_attention(q, k, v, attn_mask, is_causal=is_causal, scale=scale)``,
     its products in TF32 where the template runs (see the module's doc), the output laid out with
     its dims in ``order``, outermost first."""
-    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-    if not (_triton_enabled(q) and takes(q, k, v, attn_mask)):
-        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask,
-                                                             is_causal=is_causal, scale=scale)
-        return _empty(y.shape, order, y).copy_(y)
-    return _run(q, k, v, attn_mask, scale, is_causal, order)
+    return _attention(q, k, v, attn_mask, scale, is_causal, order, split=False)
 
 
 @attention_tf32.register_fake
+def _(q, k, v, attn_mask, scale, is_causal, order):
+    return _empty((*q.shape[:-1], v.shape[-1]), order, q)
+
+
+@torch.library.custom_op(OP_3XTF32, mutates_args=())
+def attention_3xtf32(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                     attn_mask: torch.Tensor | None, scale: float | None, is_causal: bool,
+                     order: list[int]) -> torch.Tensor:
+    """``attention_tf32`` with each product as three TF32 products: float32's precision where
+    the template runs (see the module's doc); ATen's attention elsewhere."""
+    return _attention(q, k, v, attn_mask, scale, is_causal, order, split=True)
+
+
+@attention_3xtf32.register_fake
 def _(q, k, v, attn_mask, scale, is_causal, order):
     return _empty((*q.shape[:-1], v.shape[-1]), order, q)
 
