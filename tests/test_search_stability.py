@@ -156,3 +156,68 @@ def test_through_the_backend_the_best_baseline_is_cached_without_a_speedup(tmp_p
     assert meta["winner"]["speedup_vs_eager"] is None and meta["summary"]["host_noise"]["noisy"]
     assert _claims(h.lines) == [], h.lines
     assert any("no speedup claimed: the host was too noisy" in ln for ln in h.lines), h.lines
+
+
+def _fake_paired(timings: dict, paired: dict, calls: list):
+    """``_fake_evaluate`` whose children also time the reference after their candidate
+    (``pair_reference``): ``paired[origin]`` is that timing in the origin's first child."""
+    fake = _fake_evaluate(timings)
+
+    def evaluate(task, cand, **kw):
+        calls.append(cand.origin)
+        verdict, timing = fake(task, cand, **kw)
+        if kw.get("pair_reference") and cand.origin in paired and calls.count(cand.origin) == 1:
+            timing.extra["paired_ref_ms"] = paired[cand.origin]
+        return verdict, timing
+    return evaluate
+
+
+class Three(Engine):
+    name = "three"
+    bounded_by_samples = False
+
+    def propose(self, task, history, ctx):
+        return [Candidate(f"# {i}", f"three:c{i}") for i in range(3)] if ctx.round == 1 else []
+
+
+def _paired_search(monkeypatch, timings, paired):
+    calls: list = []
+    monkeypatch.setattr(search, "evaluate", _fake_paired(timings, paired, calls))
+    lines: list = []
+    res = search.run_search(Task(_TASK, name="t"),
+                            Options.resolve({"rounds": 1, "baselines": "eager,inductor",
+                                             "parallel_builds": 1, "pair_reference": "on"},
+                                            env={}),
+                            "cpu", engine=Three(), progress=lines.append)
+    res.cleanup()
+    return res, lines, calls
+
+
+def test_children_that_timed_the_reference_confirm_the_host_without_more_children(monkeypatch):
+    """Where each child timed the reference after its candidate, those timings are the same
+    code timed again over the whole search: within the bound of eager's own, the baselines are
+    not verified and timed a second time, and the win is claimed as before."""
+    timings = {"baseline:eager": [1.0], "baseline:inductor": [0.8], "three:c0": [0.9],
+               "three:c1": [0.4], "three:c2": [0.7]}
+    paired = {"baseline:inductor": 1.02, "three:c0": 1.1, "three:c1": 0.98, "three:c2": 1.04}
+    res, lines, calls = _paired_search(monkeypatch, timings, paired)
+    assert sorted(calls) == sorted(timings), calls            # one child each, none again
+    noise = res.host_noise
+    assert noise.paired == 4 and noise.again_ms == pytest.approx(1.03) and not noise.noisy
+    assert res.summary()["host_noise"]["paired_children"] == 4
+    assert res.winner.candidate.origin == "three:c1" and res.winner.speedup_vs_eager == 2.5
+    assert any(ln.startswith("the reference timed again in 4 later children") for ln in lines)
+
+
+def test_children_whose_reference_timings_drift_send_the_baselines_back_to_be_timed(monkeypatch):
+    """The reference's timings in the later children a median 3x eager's first: the host moved,
+    so each baseline is verified and timed again in a child of its own, and that decides (here:
+    eager's second timing agrees with the children's, and nothing is claimed)."""
+    timings = {"baseline:eager": [1.0, 3.0], "baseline:inductor": [0.8, 2.4], "three:c0": [2.9],
+               "three:c1": [2.7], "three:c2": [2.8]}
+    paired = {"baseline:inductor": 3.1, "three:c0": 3.0, "three:c1": 2.9, "three:c2": 3.0}
+    res, lines, calls = _paired_search(monkeypatch, timings, paired)
+    assert calls.count("baseline:eager") == 2 and calls.count("baseline:inductor") == 2, calls
+    assert res.host_noise.paired == 0 and res.host_noise.noisy
+    assert res.winner.candidate.identity.is_baseline
+    assert _claims(lines) == [], lines

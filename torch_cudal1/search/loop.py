@@ -23,7 +23,7 @@ from ..origin import Origin
 from ..task import Task
 from ..verify import evaluate, prestart_children
 from .noise import beats, disturbed, retime_unsound
-from .stability import NOISY_RATIO, HostNoise, confirm_baselines, faster_of_two
+from .stability import NOISY_RATIO, HostNoise, confirm_baselines, faster_of_two, paired_drift
 
 # An engine candidate's child gets its own limit (``verify_timeout_s``) or what is left of the
 # search's budget, whichever is less, but at least this: the budget bounds the search's wall
@@ -374,7 +374,11 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
     # candidate clears it, nothing is decided: the best baseline serves and nothing is claimed.
     noise = None
     if sum(1 for a in attempts if a.verdict.accepted and a.timing) >= 2:
-        noise = confirm_baselines(base_ok, run_one, run_all)
+        # the children's own timings of the reference where they took them (GPU), else (or
+        # where those drift) each baseline once more in a child of its own
+        noise = paired_drift(attempts)
+        if noise is None or noise.noisy:
+            noise = confirm_baselines(base_ok, run_one, run_all)
     drift = noise.ratio if noise else 1.0
     # a baseline rejected when run again is flaky: the others are preferred
     steady = [a for a in base_ok if "reason" not in a.timing.extra.get("confirmed", {})]
@@ -399,6 +403,9 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
         elif noise.noisy:
             say(f"host noisy ({noise.describe()}), but {winner.candidate.origin} is faster than "
                 f"every baseline by more than that")
+        elif noise.paired:
+            say(f"the reference timed again in {noise.paired} later children: a median within "
+                f"x{noise.ratio:.2f} of eager's first timing (bound x{NOISY_RATIO:.2f})")
         else:
             say(f"baselines timed again after the candidates: within x{noise.ratio:.2f} of their "
                 f"first timings (bound x{NOISY_RATIO:.2f})")
