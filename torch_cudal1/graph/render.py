@@ -123,8 +123,8 @@ def lift_constants(gm: fx.GraphModule, inputs: list) -> tuple[fx.GraphModule, li
     the compiler with its fake mode active, and a deep copy of a real tensor there would clone its
     storage through that mode (onto the meta device). The constants are returned as the module
     holds them (detached, real), read with the fake mode suspended. ``get_attr`` nodes that name
-    submodules (the subgraphs of higher-order ops) stay in the graph: the graph still runs, and
-    ``render_task`` says why it cannot be rendered.
+    submodules (the subgraphs of higher-order ops) stay in the graph: ``render_task`` renders
+    them as modules of the task.
     """
     from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
     graph = copy.deepcopy(gm.graph)     # nodes and codegen; node meta copied shallowly
@@ -377,6 +377,42 @@ def _flat(outs):
     return []
 
 
+def _subgraph_classes(mod: fx.GraphModule, classes: list[str], modules: list,
+                      seen: dict) -> list[str]:
+    """Classes (appended to ``classes``, a nested one before its parent) for the subgraphs
+    ``mod``'s ``get_attr`` nodes name (the branches and bodies of higher-order ops: torch.cond,
+    while_loop, flex_attention's score functions), and ``mod``'s ``__init__`` lines that make
+    them; each subgraph module is appended to ``modules``. ``seen``: id -> class name, so a
+    subgraph named twice is one class."""
+    lines = []
+    for n in mod.graph.nodes:
+        if n.op != "get_attr":
+            continue
+        target = str(n.target)
+        obj = getattr(mod, target, None) if target.isidentifier() else None
+        if not isinstance(obj, fx.GraphModule):
+            raise UnsupportedGraph(f"the graph reads {target!r}, which is not a subgraph a task "
+                                   "file can hold (a tensor inside a higher-order op's body?)")
+        cls = seen.get(id(obj))
+        if cls is None:
+            own = _subgraph_classes(obj, classes, modules, seen)
+            code = obj.graph.python_code("self")
+            unknown = set(code.globals) - _KNOWN_GLOBALS
+            if unknown:
+                raise UnsupportedGraph(f"subgraph {target} needs globals {sorted(unknown)}")
+            cls = seen[id(obj)] = f"_Subgraph{len(seen)}"
+            body = "\n".join("    " + ln if ln.strip() else ""
+                             for ln in code.src.strip("\n").splitlines())
+            init = "".join(f"        {ln}\n" for ln in own)
+            classes.append(f"class {cls}(torch.nn.Module):\n    def __init__(self):\n"
+                           f"        super().__init__()\n{init}\n{body.rstrip()}\n")
+            modules.append(obj)
+        line = f"self.{target} = {cls}()"
+        if line not in lines:
+            lines.append(line)
+    return lines
+
+
 def render_task(gm: fx.GraphModule, inputs: list, name: str = "graph") -> Task:
     """Render ``gm`` (an ATen graph, inputs already lifted) with its real ``inputs``."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -385,20 +421,17 @@ def render_task(gm: fx.GraphModule, inputs: list, name: str = "graph") -> Task:
     for n in gm.graph.nodes:
         if n.op == "call_module":
             raise UnsupportedGraph(f"call_module node {n.target}")
-    subgraphs = sorted({str(n.target) for n in gm.graph.nodes if n.op == "get_attr"})
-    if subgraphs:
-        # the subgraphs of higher-order ops (torch.cond, flex_attention's score_mod, ...): the
-        # rendered module would lack them
-        raise UnsupportedGraph("the graph calls subgraphs of higher-order operators ("
-                               + ", ".join(subgraphs[:4]) + ("..." if len(subgraphs) > 4 else "")
-                               + "), which a task file cannot hold")
+    # the subgraphs of higher-order ops, as modules of their own the model holds
+    classes: list[str] = []
+    modules: list = []
+    init = _subgraph_classes(gm, classes, modules, {})
     code = gm.graph.python_code("self")
     unknown = set(code.globals) - _KNOWN_GLOBALS
     if unknown:
         raise UnsupportedGraph(f"graph code needs globals {sorted(unknown)}")
     from .op_imports import OpNotImportable, import_lines
     try:
-        registers = import_lines(gm)
+        registers = "".join(dict.fromkeys(import_lines(m) for m in [gm] + modules))
     except OpNotImportable as e:
         raise UnsupportedGraph(str(e)) from None
     names = [n.name for n in placeholders]
@@ -413,8 +446,10 @@ def render_task(gm: fx.GraphModule, inputs: list, name: str = "graph") -> Task:
     tensors = {s["name"]: inputs[i].detach().cpu().contiguous()
                for i, s in enumerate(specs) if s.get("gen") == "captured"}
     body = "\n".join("    " + line if line.strip() else "" for line in code.src.strip("\n").splitlines())
-    source = (_PRELUDE + registers + "import json\n\n\nclass Model(torch.nn.Module):\n"
-              "    def __init__(self):\n        super().__init__()\n\n"
+    source = (_PRELUDE + registers + "import json\n\n\n"
+              + "".join(c + "\n\n" for c in classes) + "class Model(torch.nn.Module):\n"
+              "    def __init__(self):\n        super().__init__()\n"
+              + "".join(f"        {ln}\n" for ln in init) + "\n"
               + body.rstrip() + "\n\n\nINPUT_SPECS_JSON = " + repr(json.dumps(specs))
               + "\n" + _TASK_INPUTS_CODE)
     return Task(source=source, name=name, tensors=tensors, graph=gm, real_inputs=list(inputs),

@@ -86,12 +86,14 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
         real = real_inputs.load(setup["real_inputs"])
     init = task.get_init_inputs()
     # Dynamo rebinds some torch functions when first imported: imported before the snapshot
-    # where the candidate compiles, or calls a library's custom operator or one of torch's
-    # Python-implemented prims (a dynamic graph's scalars made tensors): their calls import it
+    # where the candidate compiles, or calls a library's custom operator, one of torch's
+    # Python-implemented prims (a dynamic graph's scalars made tensors) or a higher-order op
+    # (flex_attention's eager call compiles): their calls import it
     task_text = open(setup["task_file"]).read()
     if any(k in open(setup["candidate"]).read() for k in ("compile", "dynamo", "inductor",
                                                           "torch_cudal1.templates")) or \
-            any(k in task_text for k in ("# registers torch.ops.", "torch.ops.prims.")):
+            any(k in task_text for k in ("# registers torch.ops.", "torch.ops.prims.",
+                                         "torch.ops.higher_order.")):
         import torch._dynamo  # noqa: F401 - rebinds some torch functions when first imported
     settings = global_settings.snapshot()
     snap = guards.snapshot()
