@@ -245,7 +245,8 @@ def run_task(row: dict, args, ceilings: dict, budget_s: float | None = None) -> 
     from torch_cudal1.search import SearchError, run_search
     from torch_cudal1.verify import evaluate
     task = Task(source=row["ref_code"], name=row["id"])
-    rec = {"id": row["id"], "level": row["level"], "published_speedup": row.get("published_speedup")}
+    rec = {"id": row["id"], "level": row["level"], "published_speedup": row.get("published_speedup"),
+           "precision": torch.get_float32_matmul_precision()}
     t0 = time.monotonic()
     try:
         rec.update(count_work(row["ref_code"]))
@@ -851,6 +852,10 @@ def main(argv=None) -> int:
                          "deadline rule (default %(default)s, for four jobs to a device; a record "
                          "made with more jobs in flight than this run's has waited longer for the "
                          "device lock than it will: each record keeps its run's --jobs)")
+    ap.add_argument("--precision", choices=("highest", "high", "medium"),
+                    help="float32 matmul precision of the runner (eager, inductor and the search "
+                         "follow it, as in a user's process; default: PyTorch's, \"highest\"); "
+                         "recorded in each record")
     ap.add_argument("--summary-only", action="store_true", help="rewrite the summary and stop")
     ap.add_argument("--stale", action="store_true",
                     help="the selected tasks whose records lack a candidate family the built-in "
@@ -871,6 +876,8 @@ def main(argv=None) -> int:
                          "call keeps the Python loop's host time out of launch-bound samples)")
     args = ap.parse_args(argv)
     args.data = args.data or (None if args.tasks else str(DEFAULT_DATA))
+    if args.precision:
+        torch.set_float32_matmul_precision(args.precision)
     started = time.monotonic()
     from torch_cudal1.bench.timing_cpus import apply_work_cpus
     note = apply_work_cpus()   # builds and checks off the cores reserved for timings

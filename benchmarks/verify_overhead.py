@@ -89,7 +89,7 @@ def _other(rev: str, args) -> list[dict]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--device", default=None, help="default: cuda where a GPU is, else cpu")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--time-budget-s", type=float, default=2.0,
                     help="each candidate's timing budget (the search's default)")
@@ -98,6 +98,9 @@ def main(argv=None) -> int:
                          "torch_cudal1")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
+    if args.device is None:
+        import torch
+        args.device = "cuda" if torch.cuda.is_available() else "cpu"
     dev = args.device
     if dev.startswith("cuda"):
         import torch

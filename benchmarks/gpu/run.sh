@@ -40,7 +40,9 @@
 #                                 flight (default 4). FORK: verifier children from the fork-server
 #                                 template (1, the default, waits for it; auto forks once it is up;
 #                                 0 never). ORDER: the runner's order flag (default --interleave;
-#                                 --shortest-first gets the most records from a short run)
+#                                 --shortest-first gets the most records from a short run).
+#                                 PRECISION (high or medium): the runner at that float32 matmul
+#                                 precision, into benchmarks/results/kernelbench_<precision>/<gpu>/
 #
 # LIMIT (default 560) is the seconds this script may use in all. CUDAL1_KERNELBENCH names the
 # KernelBench data (default .carry/kernelbench/cudal1_h100_dev.jsonl). The native timing helpers
@@ -71,7 +73,9 @@ lscpu > $W/lscpu.txt 2>&1
 mapfile -t CPUSETS < <(python3 -m torch_cudal1.bench.timing_cpus 1)
 T=${CPUSETS[0]}; WORK=${CPUSETS[1]}
 echo "results under $R/*/$DEV; logs in $W; timing CPUs $T; work CPUs $WORK" | tee $W/cpus.txt
-KB=$R/kernelbench/$DEV; mkdir -p $KB
+KB=$R/kernelbench/$DEV
+[ -n "${PRECISION:-}" ] && [ "$PRECISION" != highest ] && KB=$R/kernelbench_$PRECISION/$DEV
+mkdir -p $KB
 rm -f $KB/claims-*.txt   # a queue left by an earlier run would hide unfinished tasks
 # Only where GPU tests, scripts or the runner may need them: the build loads every work CPU for a
 # minute or two, and a real model timed meanwhile has its host-bound variants slowed.
@@ -146,7 +150,7 @@ if [ -n "${IDS:-}${RUNNER:-}${RETRY:-}${STALE:-}" ]; then
       --claim one --jobs ${JOBS:-4} --task-timeout 400 --max-seconds $(( secs - 120 )) --deadline-seconds $(( secs - 10 )) \
       ${SLOWDOWN:+--expected-slowdown $SLOWDOWN} \
       ${RETRY:+--retry-failed} ${IDS:+--ids $IDS} ${AGAIN:+--again} ${STALE:+--stale} \
-      --out $KB > $W/runner.log 2>&1
+      ${PRECISION:+--precision $PRECISION} --out $KB > $W/runner.log 2>&1
   kill $SAMPLER 2>/dev/null
   irqs > $W/irqs_end.txt
   # interrupts each CPU took during the runner: the timing core should not be the busiest
