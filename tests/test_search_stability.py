@@ -194,9 +194,9 @@ def _paired_search(monkeypatch, timings, paired):
 
 
 def test_children_that_timed_the_reference_confirm_the_host_without_more_children(monkeypatch):
-    """Where each child timed the reference after its candidate, those timings are the same
-    code timed again over the whole search: within the bound of eager's own, the baselines are
-    not verified and timed a second time, and the win is claimed as before."""
+    """Each child timed the reference beside its candidate: the same code as eager, timed again
+    over the whole search. Within the bound of eager's own timing, the baselines are not
+    verified and timed a second time, and the win is claimed as before."""
     timings = {"baseline:eager": [1.0], "baseline:inductor": [0.8], "three:c0": [0.9],
                "three:c1": [0.4], "three:c2": [0.7]}
     paired = {"baseline:inductor": 1.02, "three:c0": 1.1, "three:c1": 0.98, "three:c2": 1.04}
@@ -206,7 +206,8 @@ def test_children_that_timed_the_reference_confirm_the_host_without_more_childre
     assert noise.paired == 4 and noise.again_ms == pytest.approx(1.03) and not noise.noisy
     assert res.summary()["host_noise"]["paired_children"] == 4
     assert res.winner.candidate.origin == "three:c1" and res.winner.speedup_vs_eager == 2.5
-    assert any(ln.startswith("the reference timed again in 4 later children") for ln in lines)
+    assert any(ln.startswith("the reference timed again in the 4 children after eager's")
+               for ln in lines), lines
 
 
 def test_children_whose_reference_timings_drift_send_the_baselines_back_to_be_timed(monkeypatch):
@@ -221,3 +222,47 @@ def test_children_whose_reference_timings_drift_send_the_baselines_back_to_be_ti
     assert res.host_noise.paired == 0 and res.host_noise.noisy
     assert res.winner.candidate.identity.is_baseline
     assert _claims(lines) == [], lines
+
+
+def test_a_disturbed_baseline_child_sends_the_baselines_back_to_be_timed(monkeypatch):
+    """The reference in inductor's child took 1.8x eager's time: the host was busy while
+    inductor was timed, whatever the other children saw (their median is eager's), so a claim
+    against inductor's timing rests on nothing until the baselines are timed again."""
+    timings = {"baseline:eager": [1.0], "baseline:inductor": [0.9, 0.5], "three:c0": [0.6],
+               "three:c1": [0.55], "three:c2": [0.7]}
+    paired = {"baseline:inductor": 1.8, "three:c0": 1.0, "three:c1": 0.98, "three:c2": 1.02}
+    res, lines, calls = _paired_search(monkeypatch, timings, paired)
+    assert calls.count("baseline:inductor") == 2, calls
+    assert res.host_noise.paired == 0
+
+
+def test_a_real_search_takes_the_host_check_from_its_childrens_reference_timings(tmp_path,
+                                                                                monkeypatch):
+    """Verified and timed for real (CPU): the candidate's child timed the reference too, so the
+    search ends after one child per attempt, the host's drift read from those timings."""
+    calls = []
+    real = search.evaluate
+
+    def spy(task, cand, **kw):
+        calls.append(cand.origin)
+        return real(task, cand, **kw)
+    monkeypatch.setattr(search, "evaluate", spy)
+
+    class Doubled(Engine):
+        name = "doubled"
+
+        def propose(self, task, history, ctx):
+            src = ("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+                   "        return x.add(1)\n")
+            return [Candidate(src, "doubled:add")] if ctx.round == 1 else []
+    lines: list = []
+    res = search.run_search(Task(_TASK, name="t"),
+                            Options.resolve({"rounds": 1, "baselines": "eager", "trials": 2,
+                                             "parallel_builds": 1,
+                                             "cache_dir": str(tmp_path)}, env={}),
+                            "cpu", engine=Doubled(), progress=lines.append)
+    res.cleanup()
+    assert calls == ["baseline:eager", "doubled:add"], calls
+    assert res.host_noise is not None and res.host_noise.paired == 1, lines
+    assert any("the reference timed again in the 1 children after eager's" in ln
+               for ln in lines), lines

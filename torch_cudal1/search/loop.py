@@ -374,8 +374,8 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
     # candidate clears it, nothing is decided: the best baseline serves and nothing is claimed.
     noise = None
     if sum(1 for a in attempts if a.verdict.accepted and a.timing) >= 2:
-        # the children's own timings of the reference where they took them (GPU), else (or
-        # where those drift) each baseline once more in a child of its own
+        # the later children's own timings of the reference, else (or where those drift) each
+        # baseline once more in a child of its own
         noise = paired_drift(attempts)
         if noise is None or noise.noisy:
             noise = confirm_baselines(base_ok, run_one, run_all)
@@ -404,7 +404,7 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
             say(f"host noisy ({noise.describe()}), but {winner.candidate.origin} is faster than "
                 f"every baseline by more than that")
         elif noise.paired:
-            say(f"the reference timed again in {noise.paired} later children: a median within "
+            say(f"the reference timed again in the {noise.paired} children after eager's: within "
                 f"x{noise.ratio:.2f} of eager's first timing (bound x{NOISY_RATIO:.2f})")
         else:
             say(f"baselines timed again after the candidates: within x{noise.ratio:.2f} of their "

@@ -10,11 +10,13 @@ candidate must beat the best baseline (at its faster timing: a disturbance only 
 more than that drift. Where the drift is over ``NOISY_RATIO`` and no candidate clears it, the
 host is too noisy to decide: the best baseline is served and no speedup is claimed or cached.
 
-Where every child also times the reference right after its candidate (``pair_reference``, on by
-default on a GPU), the search has already timed the same code again in each later child:
-``paired_drift`` takes the eager baseline's timing against the median of those, and the
-baselines are timed once more in children of their own (``confirm_baselines``, two more
-verifications) only where that drift is over the bound, or too few children were timed.
+But every child already times the reference beside its candidate (the judge's clock check
+measures the harness on it; ``pair_reference`` reports it as the paired timing): the search has
+timed eager's code again in each later child. ``paired_drift`` takes the eager baseline's timing
+against those: against their median, and against each other baseline's child (where a claim
+against that baseline was measured). The baselines are timed once more in children of their own
+(``confirm_baselines``: more verifications) only where that drift is over the bound, or where
+no later child timed the reference.
 """
 from __future__ import annotations
 
@@ -24,9 +26,8 @@ from dataclasses import dataclass
 # Two timings of one baseline further apart than this (slower / faster) leave nothing decidable:
 # a 1.5x drift of the same code is larger than the gains a search usually finds.
 NOISY_RATIO = 1.5
-# Later children's timings of the reference that ``paired_drift`` needs (their median is the
-# second timing: one disturbed child among them does not move it).
-PAIRED_MIN = 2
+# Later children's timings of the reference that ``paired_drift`` needs.
+PAIRED_MIN = 1
 
 
 @dataclass
@@ -38,7 +39,7 @@ class HostNoise:
     again_ms: float | None    # None: the second run was rejected (``reason``)
     reason: str = ""
     decided: bool = True      # the search could still tell its winner apart (set by the search)
-    paired: int = 0           # the second timing: the median of this many children's (paired_drift)
+    paired: int = 0           # the second timing from this many later children's (paired_drift)
 
     @property
     def noisy(self) -> bool:
@@ -47,7 +48,7 @@ class HostNoise:
     def describe(self) -> str:
         if self.again_ms is None:
             return f"{self.origin} passed once and was rejected when run again ({self.reason})"
-        then = (f"then a median {self.again_ms:.4f} ms in {self.paired} later children"
+        then = (f"then {self.again_ms:.4f} ms in the children after it ({self.paired})"
                 if self.paired else f"then {self.again_ms:.4f} ms")
         return f"{self.origin} timed {self.first_ms:.4f} ms, {then} (x{self.ratio:.2f} apart)"
 
@@ -58,28 +59,37 @@ class HostNoise:
             {"paired_children": self.paired} if self.paired else {})
 
 
+def _reference_ms(timing) -> float | None:
+    """The reference's median timing in that attempt's child (paired or not)."""
+    return timing.extra.get("paired_ref_ms") or timing.extra.get("reference_ms")
+
+
 def paired_drift(attempts: list) -> HostNoise | None:
-    """The eager baseline's timing against the median of the reference's timings in the other
-    children (``timing.extra["paired_ref_ms"]``: each child timed the reference, the same code
-    as eager, right after its candidate), kept as the baseline's second timing
-    (``extra["confirmed"]``, ``"paired"``: how many). None where there is no eager baseline or
-    fewer than ``PAIRED_MIN`` such timings: then the baselines are timed again instead."""
+    """The eager baseline's timing against the reference's timings in the other children (each
+    timed the reference, eager's code, beside its candidate): against their median (a second
+    timing that one disturbed child does not move), and against the timing in each other
+    baseline's child (which saw the host as that baseline's timing did), whichever is further;
+    the second timing is kept as the baseline's (``extra["confirmed"]``, ``"paired"``: how many
+    children). None where there is no eager baseline or fewer than ``PAIRED_MIN`` such
+    timings: then the baselines are timed again instead."""
     eager = next((a for a in attempts if a.timing is not None and a.candidate.identity.is_baseline
                   and a.candidate.identity.base == "eager"), None)
-    if eager is None:
+    if eager is None or not eager.timing.median_ms > 0:
         return None
-    later = sorted(a.timing.extra["paired_ref_ms"] for a in attempts
-                   if a is not eager and a.timing is not None
-                   and a.timing.extra.get("paired_ref_ms"))
+    first = eager.timing.median_ms
+    later = [(a, _reference_ms(a.timing)) for a in attempts
+             if a is not eager and a.timing is not None and _reference_ms(a.timing)]
     if len(later) < PAIRED_MIN:
         return None
-    mid = len(later) // 2
-    again = later[mid] if len(later) % 2 else (later[mid - 1] + later[mid]) / 2
-    first = eager.timing.median_ms
+    ms = sorted(m for _, m in later)
+    mid = len(ms) // 2
+    again = ms[mid] if len(ms) % 2 else (ms[mid - 1] + ms[mid]) / 2
+    # each other baseline's own child, and the median of all
+    seen = [m for a, m in later if a.candidate.identity.is_baseline] + [again]
+    again = max(seen, key=lambda m: max(m / first, first / m))
     lo, hi = sorted((first, again))
     eager.timing.extra["confirmed"] = {"median_ms": again, "paired": len(later)}
-    return HostNoise(hi / lo if lo > 0 else math.inf, eager.candidate.origin, first, again,
-                     paired=len(later))
+    return HostNoise(hi / lo, eager.candidate.origin, first, again, paired=len(later))
 
 
 def confirm_baselines(baselines: list, run_one, run_all=None) -> HostNoise:
