@@ -322,3 +322,35 @@ def test_a_callers_mark_dynamic_does_not_break_a_winner_that_compiles(tmp_path):
         assert out["err"] < 1e-5 and not out["stats"].get("fallbacks"), out
     assert "not recorded" not in first["_stderr"], first["_stderr"][-2000:]
     assert second["stats"].get("cache_hits") == 1, second
+
+
+class Sampling(nn.Module):
+    """Token ids in, a sample out (Reformer's hashing draws random rotations in forward)."""
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(50, 16)
+
+    def forward(self, ids):
+        h = self.emb(ids)
+        return h * (torch.rand(h.shape[-1]) > 0.5) + torch.randn_like(h) * 0.1
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_a_graph_that_draws_random_numbers_answers_as_eager_from_the_same_seed(
+        tmp_path, warnings, dynamic):
+    """cudal1's own runs of the graph in the user's process (drawing other token ids to learn
+    what the graph takes) put the random state back; and a graph that samples is served eagerly
+    where no verified winner serves it (its failed search, sizes not searched yet), as inductor
+    draws other numbers from the same seed. Each call equals eager's after the same seed."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    m = Sampling().eval()
+    c = torch.compile(m, backend="cudal1", dynamic=dynamic,
+                      options=dict(FAST, cache_dir=str(tmp_path)))
+    with torch.no_grad():
+        for b in (4, 4, 6):
+            ids = torch.randint(0, 50, (b, 8))
+            torch.manual_seed(123)
+            got = c(ids)
+            torch.manual_seed(123)
+            torch.testing.assert_close(got, m(ids), rtol=0, atol=0)

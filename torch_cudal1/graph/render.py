@@ -320,6 +320,16 @@ def library_inputs(gm: fx.GraphModule) -> set:
     return found
 
 
+def rng_kept(inputs: list):
+    """A context that puts the global random state back afterwards (the CPU's, and that of each
+    GPU ``inputs`` live on): the user's graph run in the user's process for cudal1's own checks
+    must not move the random numbers the served call then draws (a graph that samples, such as
+    Reformer's hashing, would answer differently from eager)."""
+    devices = sorted({t.device.index or 0 for t in inputs
+                      if isinstance(t, torch.Tensor) and t.device.type == "cuda"})
+    return torch.random.fork_rng(devices=devices)
+
+
 def vary_captured(gm: fx.GraphModule, inputs: list, specs: list, keep: frozenset = frozenset()) -> None:
     """Mark the captured integer and bool inputs (indices, masks, positions) that draws vary.
 
@@ -359,7 +369,7 @@ def vary_captured(gm: fx.GraphModule, inputs: list, specs: list, keep: frozenset
         return any(isinstance(o, torch.Tensor) and (o.is_floating_point() or o.is_complex())
                    and not bool(torch.isfinite(o).all()) for o in _flat(outs))
     try:
-        with torch.no_grad():
+        with torch.no_grad(), rng_kept(inputs):
             if nonfinite(gm(*[copy(i, v) for i, v in enumerate(inputs)])) and not nonfinite(
                     gm(*[clone_layout(v) if i in written else v for i, v in enumerate(inputs)])):
                 return

@@ -22,7 +22,7 @@ from ..cache.key import cache_key, input_metadata, key_fields
 from ..cache.tiered import store_for
 from ..counters import SEEN_KEYS, STATS
 from ..graph.hashing import graph_hash, structure_hash
-from ..graph.render import UnsupportedGraph, lift_constants, render_task
+from ..graph.render import UnsupportedGraph, lift_constants, render_task, rng_kept
 from ..log import logger
 from ..options import Options
 from .fallback import Fallback, report
@@ -108,6 +108,19 @@ def _signature(args) -> tuple:
                  else (type(a).__name__, a) for a in args)
 
 
+def _draws_random(gm: torch.fx.GraphModule) -> str | None:
+    """'draws random numbers (op)' where ``gm`` (or a subgraph of it) calls an operator that
+    reads the global random state (``nondeterministic_seeded``), else None."""
+    for mod in gm.modules():
+        if not isinstance(mod, torch.fx.GraphModule):
+            continue
+        for n in mod.graph.nodes:
+            if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload) \
+                    and torch.Tag.nondeterministic_seeded in n.target.tags:
+                return f"draws random numbers ({n.target})"
+    return None
+
+
 class GraphRunner:
     """The callable aot_autograd calls (boxed: it receives the list of inputs)."""
     _boxed_call = True
@@ -125,7 +138,7 @@ class GraphRunner:
         self.dynamo_gm = None             # set by the backend when Dynamo's graph takes our inputs
         self.gm, self.consts, self.graph_id, self.resized = gm, [], "?", False
         self._inductor = None             # inductor's build for every size (a dynamic graph's)
-        self._inductor_refused = None     # why a verification of this graph refused inductor
+        self._inductor_refused = None     # why inductor may not serve it (a verification's refusal)
         self._frame_ops = None            # _REFUSED's key for this graph
         self._new_sizes = 0               # sizes served by the generic implementation so far
         try:
@@ -135,7 +148,8 @@ class GraphRunner:
             self.resized = _respecialised(structure_hash(self.gm.graph),
                                           (self.graph_id, _shapes(example_inputs)))
             self._frame_ops = _operators_of_frame(self.gm)
-            self._inductor_refused = _REFUSED.get(self._frame_ops)
+            # inductor draws other random numbers than eager's from the same seed
+            self._inductor_refused = _REFUSED.get(self._frame_ops) or _draws_random(self.gm)
         except Exception as e:  # noqa: BLE001 - the boundary: the graph as captured still runs
             self.gm, self.consts = gm, []
             report(self._stage, e, options, graph=self.graph_id)
@@ -328,10 +342,10 @@ class GraphRunner:
         try:
             self._stage = "render"
             self._search_async(pending.full, pending.fields, pending.key, pending.device,
-                               serving=f"the shape-generic {self.options.generic} implementation")
+                               serving=f"the shape-generic {self.generic().kind} implementation")
         except Exception as e:  # noqa: BLE001 - the generic implementation keeps serving
             report(self._stage, e, self.options, graph=self.graph_id, key=pending.key,
-                   instead=f"the shape-generic {self.options.generic} implementation")
+                   instead=f"the shape-generic {self.generic().kind} implementation")
 
     def _arbitrated(self, impl, store, key: str, device: str, full: list):
         """The winner, or the user's own graph (eager / inductor) where that is faster here."""
@@ -469,7 +483,7 @@ class GraphRunner:
                 raise UnsupportedGraph(f"graph cannot be rendered as a task: {e}") from None
 
         def outputs():
-            with torch.no_grad():
+            with torch.no_grad(), rng_kept(full):
                 return self.gm(*full)
 
         def stage(name: str) -> None:
