@@ -172,3 +172,27 @@ def test_a_graph_with_a_library_operator_is_verified():
     verdict, _ = evaluate(task, baseline_candidate(task, "eager"), device="cpu", trials=2,
                           timeout_s=120, time_it=False)
     assert verdict.accepted, verdict
+
+
+def _masked_by_views(x, rows, cols):
+    return x * rows * cols
+
+
+def test_inputs_that_are_views_of_one_mask_are_written_and_verified(tmp_path):
+    """BigBird's block-sparse attention hands its graph two views of one attention mask:
+    safetensors refused to write tensors that share memory, the task was never written and the
+    graph fell back. Each is now written as a copy of its own, and read back equal."""
+    from torch_cudal1.engines.baselines import baseline_candidate
+    from torch_cudal1.task import Task
+    mask = (torch.arange(16) < torch.tensor([[12], [7]])).long()       # (2, 16)
+    rows, cols = mask[:, None, :, None], mask[:, None, None, :]         # views of its memory
+    x = torch.randn(2, 1, 16, 16)
+    task = _render(_masked_by_views, [x, rows, cols])
+    assert rows.untyped_storage().data_ptr() == cols.untyped_storage().data_ptr()
+    back = Task.from_file(task.write(tmp_path / "task"))
+    assert set(back.tensors) == set(task.tensors) and len(back.tensors) == 2
+    for name, t in task.tensors.items():
+        assert torch.equal(back.tensors[name], t)
+    verdict, _ = evaluate(task, baseline_candidate(task, "eager"), device="cpu", trials=2,
+                          timeout_s=120, time_it=False)
+    assert verdict.accepted, verdict

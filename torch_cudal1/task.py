@@ -37,9 +37,8 @@ class Task:
         path = d / TASK_FILE
         path.write_text(self.source)
         if self.tensors:
-            from safetensors.torch import save_file
-            save_file({k: v.detach().cpu().contiguous() for k, v in self.tensors.items()},
-                      str(d / TENSORS_FILE))
+            from .tensor_files import save_tensors
+            save_tensors(self.tensors, str(d / TENSORS_FILE))
         return path
 
     @classmethod

@@ -78,16 +78,17 @@ def _with_scalars(specs: list, vec: dict, device: str) -> list:
 # -- the parent side ---------------------------------------------------------------------------------
 def _write_inputs(path: Path, inputs: list) -> None:
     import torch
-    from safetensors.torch import save_file
+
+    from ..tensor_files import save_tensors
     tensors, scalars = {}, {}
     for i, x in enumerate(inputs):
         if isinstance(x, torch.Tensor):
-            tensors[f"input.{i}"] = x.detach().cpu().contiguous()
+            tensors[f"input.{i}"] = x
         elif isinstance(x, (bool, int, float)):
             scalars[str(i)] = x
         else:
             raise ValueError(f"input {i} of type {type(x).__name__} cannot be handed to a child")
-    save_file(tensors, str(path), metadata={"n": str(len(inputs)), "scalars": json.dumps(scalars)})
+    save_tensors(tensors, str(path), metadata={"n": str(len(inputs)), "scalars": json.dumps(scalars)})
 
 
 def run_winner(entry_dir: str | Path, device: str, inputs: list, *,
@@ -200,9 +201,10 @@ def _child(wd: Path) -> dict:
     try:
         import torch
         from safetensors import safe_open
-        from safetensors.torch import load_file, save_file
+        from safetensors.torch import load_file
 
         from ..harness import audit
+        from ..tensor_files import save_tensors   # bound before the winner's code runs
         from .winner import instantiate
         from .store import WINNER
         device = req["device"]
@@ -220,8 +222,7 @@ def _child(wd: Path) -> dict:
         outs = [out] if isinstance(out, torch.Tensor) else list(out)
         if not all(isinstance(o, torch.Tensor) for o in outs):
             return write({"status": "error", "detail": "the winner returned a non-tensor output"})
-        save_file({f"output.{i}": o.detach().cpu().contiguous() for i, o in enumerate(outs)},
-                  str(wd / OUTPUTS))
+        save_tensors({f"output.{i}": o for i, o in enumerate(outs)}, str(wd / OUTPUTS))
         write({"status": "ok", "n_outputs": len(outs)})
     except Exception as e:  # noqa: BLE001 - reported as a result
         write({"status": "error", "detail": f"{type(e).__name__}: {str(e)[:400]}"})

@@ -19,27 +19,14 @@ from .loop import SearchResult
 def _vectors(inputs: list | None, outputs, limit_mb: float) -> dict | None:
     if inputs is None:
         return None
-    tensors = {}
-    storages: set = set()
-
-    def own(t: torch.Tensor) -> torch.Tensor:
-        # safetensors refuses tensors that share memory (an output that is a view of another
-        # output or of an input): each vector gets its own copy where it would share
-        t = t.detach().cpu().contiguous()
-        ptr = t.untyped_storage().data_ptr() if t.numel() else None
-        if ptr is not None and ptr in storages:
-            t = t.clone()
-        elif ptr is not None:
-            storages.add(ptr)
-        return t
-
+    tensors = {}   # written by save_tensors: an output that is a view of an input, a copy
     for i, x in enumerate(inputs):
         if isinstance(x, torch.Tensor):
-            tensors[f"input.{i}"] = own(x)
+            tensors[f"input.{i}"] = x
     outs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
     for i, y in enumerate(outs or []):
         if isinstance(y, torch.Tensor):
-            tensors[f"output.{i}"] = own(y)
+            tensors[f"output.{i}"] = y
     size = sum(t.numel() * t.element_size() for t in tensors.values())
     return tensors if size <= limit_mb * 2**20 else None
 
@@ -58,8 +45,8 @@ def store_search_result(store: CacheStore, key: str, fields: dict, task: Task,
                             ignore=shutil.ignore_patterns("*.o", "*.ninja*", ".ninja*", "lock"))
         vectors = _vectors(task.real_inputs, outputs, capture_limit_mb)
         if vectors:
-            from safetensors.torch import save_file
-            save_file(vectors, str(staging / VECTORS))
+            from ..tensor_files import save_tensors
+            save_tensors(vectors, str(staging / VECTORS))
         prepared = _record_build(staging, result.winner.candidate.source, device, task)
         w = result.winner
         meta = {
