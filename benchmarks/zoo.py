@@ -113,38 +113,52 @@ def child(args) -> dict:
                detail=d1 or d2)
     if backend == "cudal1":
         import torch_cudal1.counters as rt
-        s = rt.STATS
         from torch_cudal1.cache.store import CacheStore
         store = CacheStore(args.cache_dir)
         entries = [store.load(k["key"], check=False) for k in rt.SEEN_KEYS]
         rec["winners"] = sorted({e.winner_origin for e in entries if e is not None})
-        rec.update(graphs=len(rt.SEEN_KEYS), hits=sum(k["hit"] for k in rt.SEEN_KEYS),
-                   searches=s.get("searches", 0), fallbacks=s.get("fallbacks", 0),
-                   generic_sizes=s.get("generic_sizes", 0),
-                   fallback_stages={k.split(":", 1)[1]: v for k, v in s.items()
-                                    if k.startswith("fallback:")})
+        rec.update(cudal1_counts())
     return rec
+
+
+def cudal1_counts() -> dict:
+    """What this process's cudal1 did: graphs (keys) asked for, cache hits, searches, graphs
+    that fell back (and at which stage), sizes served by the shape-generic implementation."""
+    import torch_cudal1.counters as rt
+    s = rt.STATS
+    return dict(graphs=len(rt.SEEN_KEYS), hits=sum(k["hit"] for k in rt.SEEN_KEYS),
+                searches=s.get("searches", 0), fallbacks=s.get("fallbacks", 0),
+                generic_sizes=s.get("generic_sizes", 0),
+                fallback_stages={k.split(":", 1)[1]: v for k, v in s.items()
+                                 if k.startswith("fallback:")})
 
 
 def run_child(name: str, backend: str, cache_dir: str, timeout: float, cache_only=False,
               extra: list | None = None) -> dict:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", name, "--backend", backend,
            "--cache-dir", cache_dir] + (["--cache-only"] if cache_only else []) + (extra or [])
+    return child_record(cmd, name, backend + (" (2nd process)" if cache_only else ""), timeout,
+                        cudal1=backend == "cudal1")
+
+
+def child_record(cmd: list, name: str, label: str, timeout: float, cudal1: bool) -> dict:
+    """Run a benchmark's child command (the repository on its path): its record, the last JSON
+    line it prints, or a ``timeout`` / ``crash`` record naming why; cudal1's failure lines kept."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     t0 = time.monotonic()
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
-        return {"model": name, "backend": backend + (" (2nd process)" if cache_only else ""),
-                "status": "timeout", "detail": f"over {timeout:.0f} s"}
+        return {"model": name, "backend": label, "status": "timeout",
+                "detail": f"over {timeout:.0f} s"}
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
     if p.returncode != 0 or not lines:
-        return {"model": name, "backend": backend + (" (2nd process)" if cache_only else ""),
-                "status": "crash", "detail": f"child exited {p.returncode}: "
+        return {"model": name, "backend": label, "status": "crash",
+                "detail": f"child exited {p.returncode}: "
                 + (p.stderr.strip().splitlines() or ["?"])[-1][:300]}
     rec = json.loads(lines[-1])
     rec["wall_s"] = round(time.monotonic() - t0, 1)
-    if backend == "cudal1" and p.stderr:
+    if cudal1 and p.stderr:
         rec["warnings"] = [ln for ln in p.stderr.splitlines() if " failed for " in ln][:5]
     return rec
 

@@ -272,6 +272,42 @@ def test_a_constant_inside_a_branch_falls_back_at_render_without_a_search(tmp_pa
     assert [w for w in warnings if "not a subgraph a task file can hold" in w], warnings
 
 
+def test_a_graph_that_rounds_a_symbolic_size_is_searched(tmp_path, warnings):
+    """Under dynamic shapes FX code calls ``math.ceil`` on a size through a global of its own
+    (``math_ceil``; torchvision's detection transforms resize so): the task file defines it,
+    and the graph is searched at each size instead of falling back at render."""
+    import math
+
+    def resize(x):
+        return torch.nn.functional.interpolate(x, size=(math.ceil(x.shape[-1] * 0.7),),
+                                               mode="linear") * 2
+    torch._dynamo.reset()
+    c = torch.compile(resize, backend="cudal1", dynamic=True,
+                      options=dict(FAST, cache_dir=str(tmp_path), new_shapes="search"))
+    before = dict(STATS)
+    with torch.no_grad():
+        for n in (10, 13):
+            x = torch.randn(2, 3, n)
+            torch.testing.assert_close(c(x), resize(x))
+    assert STATS["fallbacks"] == before.get("fallbacks", 0), dict(STATS)
+    assert STATS["searches"] - before.get("searches", 0) == 2, dict(STATS)
+    assert not [w for w in warnings if "needs globals" in w], warnings
+
+
+def test_a_graph_global_that_is_not_a_library_function_is_refused_at_render():
+    """Only functions of ``math``/``operator``/``builtins`` that their module gives back by name
+    are written into a task file; any other object a graph's code names is refused."""
+    import json
+    import math
+
+    from torch_cudal1.graph.render import UnsupportedGraph, _global_lines
+    assert _global_lines({"math_ceil": math.ceil}, "graph code") == [
+        "import math\nmath_ceil = math.ceil\n"]
+    for bad in ({"dumps": json.dumps}, {"math_ceil": lambda x: 0}, {"t": torch.ones(2)}):
+        with pytest.raises(UnsupportedGraph, match="needs globals"):
+            _global_lines(bad, "graph code")
+
+
 def test_a_dynamic_graph_whose_scalars_became_tensors_is_verified(tmp_path, warnings):
     """Under ``dynamic=True`` aot_autograd turns float scalars into tensors through torch's
     Python-implemented prims (T5's relative position buckets); calling one imports Dynamo, which

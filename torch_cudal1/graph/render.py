@@ -35,6 +35,27 @@ NoneType = type(None)
 _CAPTURED = None
 '''
 _KNOWN_GLOBALS = {"torch", "device", "inf", "nan", "NoneType", "fx_pytree", "pytree", "math"}
+# Modules whose functions FX code may call by a global of their own (``math_ceil`` for
+# ``math.ceil`` on a symbolic size under dynamic shapes): the task imports them by name.
+_FUNCTION_MODULES = {"math", "operator", "builtins", "_operator"}
+
+
+def _global_lines(code_globals: dict, where: str) -> list[str]:
+    """Lines that define the globals FX code needs beyond ``_KNOWN_GLOBALS``: each must be a
+    function of one of ``_FUNCTION_MODULES`` that its module gives back by its own name (so
+    the task file names it, it carries no object of the graph)."""
+    import importlib
+    lines = []
+    for name, obj in sorted(code_globals.items()):
+        if name in _KNOWN_GLOBALS:
+            continue
+        mod, attr = getattr(obj, "__module__", None), getattr(obj, "__name__", None)
+        if (mod not in _FUNCTION_MODULES or not isinstance(attr, str) or not attr.isidentifier()
+                or getattr(importlib.import_module(mod), attr, None) is not obj):
+            unknown = sorted(set(code_globals) - _KNOWN_GLOBALS)
+            raise UnsupportedGraph(f"{where} needs globals {unknown}")
+        lines.append(f"import {mod}\n{name} = {mod}.{attr}\n")
+    return lines
 
 _INPUTS_CODE = '''
 
@@ -388,12 +409,13 @@ def _flat(outs):
 
 
 def _subgraph_classes(mod: fx.GraphModule, classes: list[str], modules: list,
-                      seen: dict) -> list[str]:
+                      seen: dict, aliases: list[str]) -> list[str]:
     """Classes (appended to ``classes``, a nested one before its parent) for the subgraphs
     ``mod``'s ``get_attr`` nodes name (the branches and bodies of higher-order ops: torch.cond,
     while_loop, flex_attention's score functions), and ``mod``'s ``__init__`` lines that make
-    them; each subgraph module is appended to ``modules``. ``seen``: id -> class name, so a
-    subgraph named twice is one class."""
+    them; each subgraph module is appended to ``modules``, the lines defining the globals its
+    code needs to ``aliases``. ``seen``: id -> class name, so a subgraph named twice is one
+    class."""
     lines = []
     for n in mod.graph.nodes:
         if n.op != "get_attr":
@@ -405,11 +427,9 @@ def _subgraph_classes(mod: fx.GraphModule, classes: list[str], modules: list,
                                    "file can hold (a tensor inside a higher-order op's body?)")
         cls = seen.get(id(obj))
         if cls is None:
-            own = _subgraph_classes(obj, classes, modules, seen)
+            own = _subgraph_classes(obj, classes, modules, seen, aliases)
             code = obj.graph.python_code("self")
-            unknown = set(code.globals) - _KNOWN_GLOBALS
-            if unknown:
-                raise UnsupportedGraph(f"subgraph {target} needs globals {sorted(unknown)}")
+            aliases.extend(_global_lines(code.globals, f"subgraph {target}"))
             cls = seen[id(obj)] = f"_Subgraph{len(seen)}"
             body = "\n".join("    " + ln if ln.strip() else ""
                              for ln in code.src.strip("\n").splitlines())
@@ -434,11 +454,10 @@ def render_task(gm: fx.GraphModule, inputs: list, name: str = "graph") -> Task:
     # the subgraphs of higher-order ops, as modules of their own the model holds
     classes: list[str] = []
     modules: list = []
-    init = _subgraph_classes(gm, classes, modules, {})
+    aliases: list[str] = []
+    init = _subgraph_classes(gm, classes, modules, {}, aliases)
     code = gm.graph.python_code("self")
-    unknown = set(code.globals) - _KNOWN_GLOBALS
-    if unknown:
-        raise UnsupportedGraph(f"graph code needs globals {sorted(unknown)}")
+    aliases.extend(_global_lines(code.globals, "graph code"))
     from .op_imports import OpNotImportable, import_lines
     try:
         registers = "".join(dict.fromkeys(import_lines(m) for m in [gm] + modules))
@@ -456,7 +475,7 @@ def render_task(gm: fx.GraphModule, inputs: list, name: str = "graph") -> Task:
     tensors = {s["name"]: inputs[i].detach().cpu().contiguous()
                for i, s in enumerate(specs) if s.get("gen") == "captured"}
     body = "\n".join("    " + line if line.strip() else "" for line in code.src.strip("\n").splitlines())
-    source = (_PRELUDE + registers + "import json\n\n\n"
+    source = (_PRELUDE + "".join(dict.fromkeys(aliases)) + registers + "import json\n\n\n"
               + "".join(c + "\n\n" for c in classes) + "class Model(torch.nn.Module):\n"
               "    def __init__(self):\n        super().__init__()\n"
               + "".join(f"        {ln}\n" for ln in init) + "\n"

@@ -310,7 +310,6 @@ def trace_task(task: Task, device: str = "cpu") -> Traced:
 # ---------------------------------------------------------------------------------------------
 # Rendering
 
-_KNOWN = {"torch", "device", "inf", "nan", "NoneType", "fx_pytree", "pytree", "math"}
 
 _FN_TEMPLATE = '''
 
@@ -323,7 +322,7 @@ def _cudal1_make_graph_fn():
     import torch.utils._pytree as pytree
     from torch import device
     inf, nan, NoneType = math.inf, math.nan, type(None)
-
+{aliases}
 {body}
 
     return forward
@@ -393,11 +392,14 @@ def render_graph_fn(gm: fx.GraphModule) -> str:
     if any(n.op in ("get_attr", "call_module") for n in gm.graph.nodes):
         raise TraceError("graph has get_attr/call_module nodes")
     code = gm.graph.python_code("self")
-    unknown = set(code.globals) - _KNOWN
-    if unknown:
-        raise TraceError(f"graph code needs globals {sorted(unknown)}")
+    from .render import UnsupportedGraph, _global_lines
+    try:
+        aliases = "".join(_global_lines(code.globals, "graph code"))
+    except UnsupportedGraph as e:
+        raise TraceError(str(e)) from None
     body = "\n".join("    " + line if line.strip() else "" for line in code.src.strip("\n").splitlines())
-    src = _FN_TEMPLATE.format(body=body.rstrip())
+    src = _FN_TEMPLATE.format(body=body.rstrip(), aliases="".join(
+        "    " + ln + "\n" for ln in aliases.splitlines()))
     if any(getattr(n.target, "namespace", None) == "cudal1" for n in gm.graph.nodes):
         # the graph calls a template (torch.ops.cudal1.*): registered on import
         src = "\nimport torch_cudal1.templates  # noqa: E402,F401\n" + src
