@@ -1,7 +1,7 @@
 """Architectures beyond the zoo, called as a user calls them: through inductor and cudal1,
 against eager.
 
-    python benchmarks/arch_sweep.py [--models a,b] [--libraries transformers,torchvision]
+    python benchmarks/arch_sweep.py [--models a,b] [--libraries transformers,torchvision,torch]
                                     [--backends inductor,cudal1] [--search fast|default]
                                     [--out benchmarks/results/arch_sweep/cpu] [--timeout 900]
                                     [--resume] [--jobs 1]
@@ -194,7 +194,7 @@ def markdown(recs: list[dict], command: str) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", default="")
-    ap.add_argument("--libraries", default="transformers,torchvision")
+    ap.add_argument("--libraries", default="transformers,torchvision,torch")
     ap.add_argument("--backends", default="inductor,cudal1")
     ap.add_argument("--search", choices=("fast", "default"), default="fast")
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/arch_sweep/cpu"))

@@ -9,6 +9,8 @@ that generate, the keyword arguments of ``generate`` (else None).
   audio, time-series and encoder-decoder models, beyond those of the zoo (``zoo_models.py``).
 - torchvision: detection (lists of images in, lists of dicts out), segmentation, video, optical
   flow and classification models.
+- torch: patterns of TorchBench models (embedding bags, dynamic int8 quantization, function
+  transforms inside forward, packed sequences, distributions).
 """
 from __future__ import annotations
 
@@ -431,8 +433,118 @@ TORCHVISION = {
 }
 
 
+# ---------------------------------------------------------------- patterns of TorchBench models
+
+def _dlrm():
+    """DLRM's shape: embedding bags with offsets, a bottom MLP, pairwise dot interactions."""
+    from torch import nn
+
+    class DLRM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.ModuleList([nn.EmbeddingBag(100, 16, mode="sum") for _ in range(3)])
+            self.bot = nn.Sequential(nn.Linear(8, 16), nn.ReLU())
+            self.top = nn.Sequential(nn.Linear(16 * 4 + 6, 1), nn.Sigmoid())
+
+        def forward(self, dense, idx, offsets):
+            x = self.bot(dense)
+            bags = [e(idx[i], offsets[i]) for i, e in enumerate(self.emb)]
+            t = torch.stack([x] + bags, 1)
+            z = torch.bmm(t, t.transpose(1, 2))
+            li, lj = torch.tril_indices(4, 4, -1)
+            return self.top(torch.cat([x] + bags + [z[:, li, lj]], 1))
+
+    def inputs(b, g):
+        idx = torch.randint(0, 100, (3, b * 2), generator=g)
+        return (torch.randn(b, 8, generator=g), idx,
+                torch.arange(0, b * 2, 2).expand(3, b).contiguous())
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(1)
+    return dict(model=DLRM().eval(), a=inputs(4, g), b=inputs(6, g), gen=None)
+
+
+def _quantized_mlp():
+    """An MLP after ``torch.ao.quantization.quantize_dynamic``: int8 linear layers."""
+    from torch import nn
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 8)).eval()
+    q = torch.ao.quantization.quantize_dynamic(m, {nn.Linear}, dtype=torch.qint8)
+    g = torch.Generator().manual_seed(1)
+    return dict(model=q, a=(torch.randn(4, 32, generator=g),), b=(torch.randn(7, 32, generator=g),),
+                gen=None)
+
+
+def _force_field():
+    """Forces as the gradient of a learned energy, ``vmap(grad(...))`` inside forward (the
+    lennard_jones pattern)."""
+    from torch import nn
+
+    class ForceField(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = nn.Sequential(nn.Linear(1, 16), nn.Tanh(), nn.Linear(16, 1))
+
+        def forward(self, r):
+            def energy(x):
+                return self.net(x.unsqueeze(-1)).sum()
+            return torch.func.vmap(torch.func.grad(energy))(r)
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(1)
+    return dict(model=ForceField().eval(), a=(torch.rand(6, 4, generator=g),),
+                b=(torch.rand(3, 4, generator=g),), gen=None)
+
+
+def _packed_lstm():
+    """Padded token sequences packed for a bidirectional LSTM (tacotron2's encoder)."""
+    from torch import nn
+
+    class Encoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(30, 16)
+            self.lstm = nn.LSTM(16, 32, batch_first=True, bidirectional=True)
+            self.out = nn.Linear(64, 8)
+
+        def forward(self, tokens, lengths):
+            x = nn.utils.rnn.pack_padded_sequence(self.emb(tokens), lengths, batch_first=True,
+                                                  enforce_sorted=False)
+            y, _ = self.lstm(x)
+            y, _ = nn.utils.rnn.pad_packed_sequence(y, batch_first=True)
+            return self.out(y)
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(1)
+    return dict(model=Encoder().eval(),
+                a=(torch.randint(0, 30, (3, 9), generator=g), torch.tensor([9, 5, 7])),
+                b=(torch.randint(0, 30, (2, 6), generator=g), torch.tensor([4, 6])), gen=None)
+
+
+def _gaussian_policy():
+    """A policy head that returns a ``torch.distributions.Normal``'s log-probability and
+    entropy (soft actor-critic)."""
+    from torch import nn
+
+    class Policy(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = nn.Linear(4, 6)
+
+        def forward(self, obs):
+            mu, log_std = self.net(obs).chunk(2, -1)
+            d = torch.distributions.Normal(mu, log_std.exp())
+            return d.log_prob(torch.zeros_like(mu)), d.entropy()
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(1)
+    return dict(model=Policy().eval(), a=(torch.randn(3, 4, generator=g),),
+                b=(torch.randn(5, 4, generator=g),), gen=None)
+
+
+PATTERNS = {"dlrm": _dlrm, "quantized_mlp": _quantized_mlp, "force_field": _force_field,
+            "packed_lstm": _packed_lstm, "gaussian_policy": _gaussian_policy}
+
+
 def builders() -> dict:
     """{name: (library, builder)} in sweep order."""
     out = {n: ("transformers", lambda n=n: _hf(n)) for n in HF_FIRST + HF_SECOND}
     out.update({n: ("torchvision", b) for n, b in TORCHVISION.items()})
+    out.update({n: ("torch", b) for n, b in PATTERNS.items()})
     return out

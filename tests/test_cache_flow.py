@@ -109,6 +109,34 @@ print(json.dumps({"err": err, "changed": changed, "err2": err2}))
     assert r["err"] < 1e-5 and r["err2"] < 1e-5
 
 
+def test_threads_calling_one_compiled_model_at_once(tmp_path):
+    """A serving process with a thread pool: the first calls arrive together. Every thread gets
+    eager's answer, none sees an error, and the graph is searched once."""
+    code = MODEL + """
+import threading
+c = torch.compile(m, backend="cudal1", options=opts)
+xs = [torch.randn(3, 16) for _ in range(4)]
+outs, errors = [None] * 4, []
+def call(i):
+    try:
+        with torch.no_grad():
+            outs[i] = c(xs[i])
+    except Exception as e:
+        errors.append(repr(e))
+threads = [threading.Thread(target=call, args=(i,)) for i in range(4)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+with torch.no_grad():
+    err = max((o - m(xi)).abs().max().item() for o, xi in zip(outs, xs))
+print(json.dumps({"err": err, "errors": errors, "stats": torch_cudal1.stats()}))
+"""
+    r = run_python(code, env={"CUDAL1_CACHE_DIR": str(tmp_path)})
+    assert r["errors"] == [] and r["err"] < 1e-5, r
+    assert r["stats"].get("searches") == 1 and not r["stats"].get("fallbacks"), r["stats"]
+
+
 def test_failing_engine_falls_back_with_one_warning(tmp_path):
     opts = {"engine": "openai", "engine_url": "http://127.0.0.1:9/v1", "rounds": 1}
     r = run_python(_code().replace("opts.update(", "opts.update(" + repr(opts) + ") or opts.update("),
