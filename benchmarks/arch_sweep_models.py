@@ -7,8 +7,8 @@ that generate, the keyword arguments of ``generate`` (else None).
 
 - Hugging Face transformers: decoder-only (dense, MoE, state-space, recurrent), encoders, vision,
   audio, time-series and encoder-decoder models, beyond those of the zoo (``zoo_models.py``).
-- torchvision: detection (lists of images in, lists of dicts out), segmentation, video, optical
-  flow and classification models.
+- torchvision: detection (lists of images in, lists of dicts out), segmentation, video and
+  classification models.
 - torch: patterns of TorchBench models (embedding bags, dynamic int8 quantization, function
   transforms inside forward, packed sequences, distributions).
 """
@@ -395,15 +395,6 @@ def _video(fn: str):
     return _tensor_model(".video", fn, (1, 3, 8, 64, 64), (2, 3, 8, 64, 64), num_classes=10)
 
 
-def _raft_small():
-    torch.manual_seed(0)
-    m = _torchvision(".optical_flow", "raft_small")(weights=None, num_flow_updates=3).eval()
-    g = torch.Generator().manual_seed(1)
-    a = (torch.rand(1, 3, 64, 64, generator=g), torch.rand(1, 3, 64, 64, generator=g))
-    b = (torch.rand(2, 3, 64, 96, generator=g), torch.rand(2, 3, 64, 96, generator=g))
-    return dict(model=m, a=a, b=b, gen=None)
-
-
 _SMALL = dict(min_size=160, max_size=200)
 TORCHVISION = {
     "fasterrcnn_mobilenet_v3": _detection("fasterrcnn_mobilenet_v3_large_320_fpn", num_classes=5),
@@ -420,16 +411,13 @@ TORCHVISION = {
                                        init_weights=True),
     "swin_t": _classification("swin_t", size=64, size2=96),
     "swin_v2_t": _classification("swin_v2_t"),
-    "maxvit_t": _classification("maxvit_t"),
     "efficientnet_v2_s": _classification("efficientnet_v2_s"),
     "regnet_x_400mf": _classification("regnet_x_400mf"),
     "wide_resnet50_2": _classification("wide_resnet50_2"),
     "mnasnet0_5": _classification("mnasnet0_5"),
     "r3d_18": _video("r3d_18"),
     "r2plus1d_18": _video("r2plus1d_18"),
-    "s3d": _video("s3d"),
     "swin3d_t": _video("swin3d_t"),
-    "raft_small": _raft_small,
 }
 
 

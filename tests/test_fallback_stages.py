@@ -142,6 +142,31 @@ def test_the_graphs_own_error_propagates_as_in_eager(cached, monkeypatch, warnin
     assert warnings == []
 
 
+def test_an_aten_graph_that_fails_where_the_users_code_runs_is_served_by_dynamos_graph(
+        cached, monkeypatch, warnings):
+    """aot_autograd's ATen graph can fail where the user's code runs (PatchTST: a reshape traced
+    as a view on strides that differ at run time; it fails under ``aot_eager`` as well). Where
+    the winner and the ATen fallback both raise and Dynamo's graph answers, that graph serves
+    this call and every later one, with one warning; the user sees eager's answers."""
+    from torch_cudal1.serve import fallback
+
+    def broken_aten_graph(self, *args):
+        raise RuntimeError("injected: view size is not compatible with input tensor's size")
+    monkeypatch.setattr(torch_cudal1.cache.winner, "load_winner", _serving_a_raising_winner)
+    monkeypatch.setattr(fallback.Fallback, "__call__", broken_aten_graph)
+    torch._dynamo.reset()
+    m = Net().eval()
+    c = torch.compile(m, backend="cudal1", options=dict(FAST, cache_dir=str(cached)))
+    before = STATS["fallback:serve"]
+    with torch.no_grad():
+        for x in (torch.randn(4, 12), torch.randn(4, 12)):
+            torch.testing.assert_close(c(x), m(x))
+    assert len(warnings) == 1 and "running Dynamo's graph of your code eagerly" in warnings[0], \
+        warnings
+    assert warnings[0].startswith("serve failed for graph ") and "injected" in warnings[0]
+    assert STATS["fallback:serve"] == before + 1
+
+
 def test_the_inductor_fallback_is_built_by_inductor(tmp_path, monkeypatch, warnings):
     """fallback="inductor" runs inductor's code (a torch.compile nested in Dynamo's compiled
     code would run eagerly): the search failing, the graph is served by inductor's build."""

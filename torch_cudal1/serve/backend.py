@@ -119,13 +119,38 @@ def _compile(gm: torch.fx.GraphModule, example_inputs, opts: Options):
         # its per-call cost.
         runner = runners[0]
         runner.dynamo_gm = gm   # its inputs are the runner's: the arbiter may serve it instead
+        compiled = lambda *args: runner(args)   # noqa: E731
+    served = _dynamo_graph_behind(compiled, gm, opts)
+    served.runner = runners[0] if runners else None
+    return served
 
-        def call(*args):
-            return runner(args)
-        call.runner = runner
-        return call
-    compiled.runner = runners[0] if runners else None
-    return compiled
+
+def _dynamo_graph_behind(compiled, gm: torch.fx.GraphModule, opts):
+    """``compiled`` with Dynamo's own graph behind it. The ATen graph that aot_autograd traced
+    can itself fail where your code does not (a ``reshape`` traced as a ``view`` on strides that
+    differ at run time: PatchTST's patching, which fails under ``aot_eager`` too, not under
+    inductor). Where a call raises and ``gm``, Dynamo's graph of your code run eagerly, answers
+    the same inputs, one warning says so and ``gm`` serves every later call; where ``gm``
+    raises too, its error (eager's own) propagates. The ATen graph is functional (AOT's wrapper
+    writes input mutations back after it returns), so a call that raised changed no input."""
+    eager = gm.forward      # one bound method: ``is`` tells it apart from ``compiled``
+    state = {"fn": compiled}
+
+    def call(*args):
+        fn = state["fn"]
+        try:
+            return fn(*args)
+        except Exception as e:  # noqa: BLE001 - the boundary's serve stage
+            if fn is eager or opts.strict:
+                raise
+            failed = e
+        out = eager(*args)      # outside the handler: the user's own error propagates alone
+        state["fn"] = eager
+        from .fallback import report
+        report("serve", failed, opts, graph=_label(gm),
+               instead="Dynamo's graph of your code eagerly")
+        return out
+    return call
 
 
 def _build_inductor(runner, gm, example_inputs) -> None:
