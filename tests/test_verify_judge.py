@@ -107,6 +107,43 @@ def test_the_judges_clock_bounds_what_reported_times_can_buy():
     assert j._cross_check(0.3, batches(0.1), extra) == 0.3 and extra["explained"] == 0.1
 
 
+def test_the_judges_clock_allows_for_the_harness_as_it_costs_in_the_candidates_process():
+    """Where the harness costs twice as much per call in the candidate's process as in the
+    judge's (measured there on the reference before the import), honest short calls are not
+    tampering; times edited down still are, and a process measured quicker changes nothing."""
+    from torch_cudal1.verify.judge import Judge, Reject
+    j = Judge.__new__(Judge)
+    j.trusted = False
+
+    def batches(s_share, per_call, harness=2.0, overhead=0.0004, n=40):
+        return [{"W": n * (per_call + harness * overhead) + 1e-4, "S": s_share * n * per_call,
+                 "n": n, "O": n * overhead, "ipc": 1e-4} for _ in range(5)]
+    honest = batches(1.0, per_call=2e-5)
+    with pytest.raises(Reject):   # judged as if the harness cost what it costs in the judge
+        j._cross_check(0.02, honest, {})
+    j.harness_ratio = 2.0
+    extra = {}
+    assert j._cross_check(0.02, honest, extra) == 0.02
+    assert extra["explained"] == 1.0 and extra["harness_ratio"] == 2.0
+    with pytest.raises(Reject) as r:   # 3 ms calls reported as 0.3 ms
+        j._cross_check(0.3, batches(0.1, per_call=0.003), {})
+    assert r.value.verdict.reason == "timer_tampering"
+    j.harness_ratio = 0.5
+    with pytest.raises(Reject):
+        j._cross_check(0.02, honest, {})
+
+
+def test_the_harness_is_timed_in_the_candidates_process_before_its_import(tmp_path):
+    """Short reference calls: the verifier times the harness on the reference in the worker
+    before the candidate is there, and the figure reaches the timing's record."""
+    task = Task.from_file(ADV / "tasks" / "own_table.py")
+    src = (ADV / "honest_own_table.py").read_text()
+    verdict, timing = evaluate(task, Candidate(src, "test:harness_ratio"),
+                               build_cache_dir=str(tmp_path), time_budget_s=0.3)
+    assert verdict.accepted, verdict
+    assert 0.05 < timing.extra["harness_ratio"] < 20, timing.extra
+
+
 def test_a_call_that_hangs_later_is_cut_in_proportion_to_the_reference():
     t0 = time.monotonic()
     verdict, _ = evaluate(_task("diag_matmul"), Candidate(_source("hang_later.py"), "test:hang"),

@@ -2,8 +2,9 @@
 
 Started by the judge inside the OS sandbox (``verify/os_sandbox.py``). It imports the candidate,
 builds and constructs it, and then runs the batches of calls the judge sends (``calls.py``),
-replying with what it saw. It holds no reference, no tolerance, no verdict and no clock the judge
-relies on: whatever the candidate does to this process, the judge only learns facts from it and
+replying with what it saw. Before the import, where the judge asks, it runs batches of the
+reference, so that the judge can time this process's harness while nothing of the candidate is
+here. It holds no reference, no tolerance, no verdict and no clock the judge relies on: whatever the candidate does to this process, the judge only learns facts from it and
 reads the outputs from shared memory itself.
 
 It loads the modules a serving process has loaded (``SERVING_MODULES`` and what they import),
@@ -96,6 +97,13 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
                                          "torch.ops.higher_order.")):
         import torch._dynamo  # noqa: F401 - rebinds some torch functions when first imported
     settings = global_settings.snapshot()
+    slots = Slots(slot_fd, int(setup["slots"]), setup["specs"], device)
+    if setup.get("calibrate"):
+        # The judge times this process's harness on the reference before any candidate code
+        # is here, so that it knows what the harness costs in this process, not in its own.
+        if _calibrate(task, init, setup, slots, Inputs, Runner, quiet_cpu, send, recv,
+                      req_fd, rep_fd) != "import":
+            return 0
     snap = guards.snapshot()
     # bound before the candidate's code runs: rebinding them later changes nothing here
     changed = guards.sealed()["changed"]
@@ -138,7 +146,6 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
         except BaseException as e:  # noqa: BLE001
             return fail("reading its state", e)
     phases["build_s"] = round(time.monotonic() - t1, 3)
-    slots = Slots(slot_fd, int(setup["slots"]), setup["specs"], device)
     runner = Runner(model, Inputs(task, device, real), slots, device, state=state,
                     own_file=setup["candidate"], settings=settings)
     send(rep_fd, {"ready": True, "phases": phases, "rebound": changed(snap)[:20],
@@ -165,6 +172,51 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
             send(rep_fd, {"rebound": changed(snap)[:20]})
         else:
             return 0
+
+
+def _calibrate(task, init, setup, slots, Inputs, Runner, quiet_cpu, send, recv, req_fd,
+               rep_fd) -> str:
+    """Serve the judge's batches on the reference until it says ``import``: the op that ended
+    the loop ("import", or whatever else, which ends the process)."""
+    import torch
+    from . import protocol
+    from .errors import chain_text
+    device = setup["device"]
+    try:
+        torch.manual_seed(int(setup["seed0"]))
+        ref = task.Model(*init).to(device).eval()
+        runner = Runner(ref, Inputs(task, device, None), slots, device, state=None, own_file=None,
+                        settings=None)
+    except BaseException as e:  # noqa: BLE001 - the judge then judges without this figure
+        send(rep_fd, {"calibrating": False, "text": chain_text(e)[-2000:]})
+        ref = runner = None
+    else:
+        send(rep_fd, {"calibrating": True})
+    op = None
+    try:
+        while True:
+            try:
+                msg = recv(req_fd)
+            except protocol.ProtocolError:
+                return "bye"
+            op = msg.get("op")
+            if op == "batch" and runner is not None:
+                try:
+                    with quiet_cpu({}):
+                        reply = runner.run(msg["calls"])
+                except BaseException as e:  # noqa: BLE001
+                    reply = {"calls": [], "error": {"index": 0, "type": type(e).__name__,
+                                                    "text": chain_text(e)[-2000:]}}
+                send(rep_fd, reply)
+            elif op == "ping":
+                send(rep_fd, {"pong": True})
+            else:
+                return op
+    finally:
+        del ref, runner
+        if str(device).startswith("cuda"):
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
 
 
 if __name__ == "__main__":

@@ -72,6 +72,8 @@ BUILD_POLL_S = 2.0          # how often a first call past its allowance is looke
 CALL_FLOOR_S = 30.0         # later batches: this, plus 20x what the reference took for the same calls
 MIN_TIMED_BATCHES = 3       # and judged on the median batch of at least this many
 BUSY_SHARE = 0.25           # of a core, used by other processes during a batch: it judges nothing
+HARNESS_ROUNDS = 3          # batches on the reference in both processes before the candidate's import
+HARNESS_BELOW_S = 0.005     # ... where a reference call is quicker than this (its harness then counts)
 WORKER_MODULE = "torch_cudal1.harness.worker"
 
 
@@ -170,6 +172,13 @@ class Worker:
         os.ftruncate(self.slot_fd, max(count * slot_bytes, 1))
         self.slots = Slots(self.slot_fd, count, specs, "cpu")
         protocol.send(self.req, setup)
+        when = "building the reference" if setup.get("calibrate") else "while importing and building"
+        reply, _ = self._reply(timeout_s, when)
+        return reply
+
+    def import_candidate(self, timeout_s: float) -> dict:
+        """After the harness's calibration on the reference: import and build the candidate."""
+        protocol.send(self.req, {"op": "import"})
         reply, _ = self._reply(timeout_s, "while importing and building")
         return reply
 
@@ -687,10 +696,18 @@ class Judge:
                  "specs": self.specs, "slots": self.batch, "stateful": self.stateful,
                  "real_inputs": str(own / REAL_INPUTS_FILE) if req.get("real_inputs") else None,
                  "write_roots": self.write_roots + [str(wd / "worker")],
-                 "isolate": not self.trusted}
+                 "isolate": not self.trusted,
+                 "calibrate": bool(req.get("time_it") and not self.trusted and not self.stateful
+                                   and self.ref_call_s < HARNESS_BELOW_S)}
         t0 = self._clock()
         reply = self.worker.setup(setup, self.specs, self.batch,
                                   max(1.0, self.deadline - time.monotonic()))
+        if "calibrating" in reply:
+            if reply["calibrating"]:
+                self.harness_ratio = self._harness_ratio()
+            else:   # its reference would not build there: the cross-check goes without it
+                self.harness_unmeasured = str(reply.get("text"))[-300:]
+            reply = self.worker.import_candidate(max(1.0, self.deadline - time.monotonic()))
         self.phases["build_s"] = round(self._since(t0), 3)
         if reply.get("error"):
             e = reply["error"]
@@ -705,6 +722,43 @@ class Judge:
                                             + ", ".join(sorted(map(str, reply["rebound"]))[:6]))
         self.worker.scoped = reply.get("scoped")
         self.worker.wall_ping = min(self.worker.ping() for _ in range(3))
+
+    def _harness_ratio(self) -> float | None:
+        """What the harness costs per call in the candidate's process beside what it costs in
+        this one, measured on the reference in both before the candidate is imported (nothing
+        of the candidate can move it): the median of HARNESS_ROUNDS batches. The two processes
+        differ (the sandbox, the pipe's reply, another core, another interpreter's memory), and
+        where calls are short the judge's clock must know by how much (``_cross_check``)."""
+        w = self.worker
+        ipc = min(w.ping() for _ in range(3))
+        ref_fd = memfd(w.slots.slot_bytes * self.batch)
+        ref_slots = Slots(ref_fd, self.batch, self.specs, "cpu")
+        runner = Runner(self.ref, self.inputs, ref_slots, self.device)
+        budget = float(self.req.get("time_budget_s", 2.0))
+        size = max(MIN_TIMED_BATCH, min(self.batch, int(max(budget / 24, 0.015)
+                                                          / max(self.ref_call_s, 1e-6))))
+        rng = random.SystemRandom()
+        ratios = []
+        try:
+            with self.lock.exclusive(), quiet_cpu({}):
+                for r in range(HARNESS_ROUNDS + 1):   # the first warms both sides
+                    calls = self._timed_calls(3 if r == 0 else size, rng)
+                    t = time.perf_counter()
+                    mine = runner.run(calls)
+                    w_r = time.perf_counter() - t
+                    theirs, w_c = w.batch(calls, self.call_timeout(len(calls), w_r),
+                                          "timing the harness on the reference")
+                    if mine.get("error") or theirs.get("error"):
+                        return None
+                    c_j = w_r - sum(c["ms"] for c in mine["calls"]) / 1e3
+                    c_w = w_c - ipc - sum(c["ms"] for c in theirs["calls"]) / 1e3
+                    if r and c_j > 0:
+                        ratios.append(max(c_w, 0.0) / c_j)
+        finally:
+            ref_slots.close()
+            os.close(ref_fd)
+        ratios.sort()
+        return ratios[len(ratios) // 2] if ratios else None
 
     def _detect_state(self, inputs) -> None:
         """A reference that answers one input differently on a second call, and as the first
@@ -1019,6 +1073,13 @@ class Judge:
         # own figure moves by a third from one batch to the next on a small host)
         per_call = sorted(b["O"] / b["n"] for b in batches)
         o_call = per_call[len(per_call) // 2] if per_call else 0.0
+        # in the candidate's process, as measured there on the reference (never below this one's)
+        ratio = getattr(self, "harness_ratio", None)
+        if ratio is not None:
+            extra["harness_ratio"] = round(ratio, 3)
+            o_call *= max(1.0, ratio)
+        elif getattr(self, "harness_unmeasured", None):
+            extra["harness_unmeasured"] = self.harness_unmeasured
         for b in batches:
             o = o_call * b["n"]
             calls_s = max(0.0, b["W"] - o - b["ipc"])
