@@ -1,7 +1,8 @@
 """The judge <-> worker protocol: framed JSON messages over two pipes, outputs in shared memory.
 
 The judge (``verify/judge.py``) never runs candidate code; the worker (``harness/worker.py``)
-runs nothing else. They share:
+runs nothing else, save a few batches of the reference before the candidate is imported, where
+the judge asks (``calibrate`` in the setup: it times the worker's harness on them). They share:
 
 * two pipes: requests to the worker, replies to the judge. A message is an 8-byte little-endian
   length and that many bytes of JSON. The worker's process is the candidate's, so every reply is
