@@ -4,8 +4,9 @@ Started by the judge inside the OS sandbox (``verify/os_sandbox.py``). It import
 builds and constructs it, and then runs the batches of calls the judge sends (``calls.py``),
 replying with what it saw. Before the import, where the judge asks, it runs batches of the
 reference, so that the judge can time this process's harness while nothing of the candidate is
-here. It holds no reference, no tolerance, no verdict and no clock the judge relies on: whatever the candidate does to this process, the judge only learns facts from it and
-reads the outputs from shared memory itself.
+here. It holds no reference, no tolerance, no verdict and no clock the judge relies on: whatever
+the candidate does to this process, the judge only learns facts from it and reads the outputs
+from shared memory itself.
 
 It loads the modules a serving process has loaded (``SERVING_MODULES`` and what they import),
 so code that behaves differently depending on which of cudal1's modules are present sees the same
