@@ -22,8 +22,9 @@ the engines. ``--search default`` uses the product's defaults.
 
 A row is ``pass`` (every call equal to eager), ``wrong`` (a call differs: which, and by how much),
 ``crash`` (an exception reached the caller) or ``timeout``. Writes ``records.jsonl`` (one line per
-model and backend, appended as they finish; ``--resume`` skips those done) and ``sweep.md`` under
-``--out``.
+model and backend, appended as they finish) and ``sweep.md`` under ``--out``. Records of other
+models and backends already there are kept (the commands that made them stay listed in
+``sweep.md``); ``--resume`` also skips this run's models and backends that have records.
 """
 from __future__ import annotations
 
@@ -231,12 +232,20 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     path = out / "records.jsonl"
     recs = [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()] \
-        if args.resume and path.exists() else []
-    if not args.resume:
-        path.write_text("")
-    done = {(r["model"], r["backend"]) for r in recs}
+        if path.exists() else []
     command = "python benchmarks/arch_sweep.py " + " ".join(argv if argv is not None
                                                            else sys.argv[1:])
+    if not args.resume:
+        # this run's models and backends are run again; every other record is kept, and the
+        # commands that made them stay listed above this one's
+        again = {(n, b) for n in names for b in args.backends.split(",")} | \
+            {(n, "cudal1 (2nd process)") for n in names if "cudal1" in args.backends.split(",")}
+        recs = [r for r in recs if (r["model"], r["backend"]) not in again]
+        path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    if recs and (out / "sweep.md").exists():
+        before = (out / "sweep.md").read_text().split("```\n", 1)[1].split("```", 1)[0].strip()
+        command = before + "\n" + command
+    done = {(r["model"], r["backend"]) for r in recs}
     lock = threading.Lock()
 
     def keep(rec: dict) -> None:
