@@ -723,6 +723,19 @@ class Judge:
         self.worker.scoped = reply.get("scoped")
         self.worker.wall_ping = min(self.worker.ping() for _ in range(3))
 
+    @contextlib.contextmanager
+    def _reference_runner(self):
+        """The reference run through the harness's own runner in this process, into output
+        slots of its own (the worker's layout): ``(runner, slots)``."""
+        fd = memfd(self.worker.slots.slot_bytes * self.batch)
+        slots = Slots(fd, self.batch, self.specs, "cpu")
+        try:
+            yield Runner(self.ref, self.inputs, slots, self.device,
+                         state=self.ref_state if self.stateful else None), slots
+        finally:
+            slots.close()
+            os.close(fd)
+
     def _harness_ratio(self) -> float | None:
         """What the harness costs per call in the candidate's process beside what it costs in
         this one, measured on the reference in both before the candidate is imported (nothing
@@ -731,32 +744,25 @@ class Judge:
         where calls are short the judge's clock must know by how much (``_cross_check``)."""
         w = self.worker
         ipc = min(w.ping() for _ in range(3))
-        ref_fd = memfd(w.slots.slot_bytes * self.batch)
-        ref_slots = Slots(ref_fd, self.batch, self.specs, "cpu")
-        runner = Runner(self.ref, self.inputs, ref_slots, self.device)
         budget = float(self.req.get("time_budget_s", 2.0))
         size = max(MIN_TIMED_BATCH, min(self.batch, int(max(budget / 24, 0.015)
                                                           / max(self.ref_call_s, 1e-6))))
         rng = random.SystemRandom()
         ratios = []
-        try:
-            with self.lock.exclusive(), quiet_cpu({}):
-                for r in range(HARNESS_ROUNDS + 1):   # the first warms both sides
-                    calls = self._timed_calls(3 if r == 0 else size, rng)
-                    t = time.perf_counter()
-                    mine = runner.run(calls)
-                    w_r = time.perf_counter() - t
-                    theirs, w_c = w.batch(calls, self.call_timeout(len(calls), w_r),
-                                          "timing the harness on the reference")
-                    if mine.get("error") or theirs.get("error"):
-                        return None
-                    c_j = w_r - sum(c["ms"] for c in mine["calls"]) / 1e3
-                    c_w = w_c - ipc - sum(c["ms"] for c in theirs["calls"]) / 1e3
-                    if r and c_j > 0:
-                        ratios.append(max(c_w, 0.0) / c_j)
-        finally:
-            ref_slots.close()
-            os.close(ref_fd)
+        with self._reference_runner() as (runner, _), self.lock.exclusive(), quiet_cpu({}):
+            for r in range(HARNESS_ROUNDS + 1):   # the first warms both sides
+                calls = self._timed_calls(3 if r == 0 else size, rng)
+                t = time.perf_counter()
+                mine = runner.run(calls)
+                w_r = time.perf_counter() - t
+                theirs, w_c = w.batch(calls, self.call_timeout(len(calls), w_r),
+                                      "timing the harness on the reference")
+                if mine.get("error") or theirs.get("error"):
+                    return None
+                c_j = w_r - sum(c["ms"] for c in mine["calls"]) / 1e3
+                c_w = w_c - ipc - sum(c["ms"] for c in theirs["calls"]) / 1e3
+                if r and c_j > 0:
+                    ratios.append(max(c_w, 0.0) / c_j)
         ratios.sort()
         return ratios[len(ratios) // 2] if ratios else None
 
@@ -956,10 +962,6 @@ class Judge:
     def _time_run(self) -> Timing:
         budget = float(self.req.get("time_budget_s", 2.0))
         min_reps, reps, rel_spread = 10, 200, 0.05
-        ref_fd = memfd(self.worker.slots.slot_bytes * self.batch)
-        ref_slots = Slots(ref_fd, self.batch, self.specs, "cpu")
-        ref_runner = Runner(self.ref, self.inputs, ref_slots, self.device,
-                            state=self.ref_state if self.stateful else None)
         cand_ms, ref_ms, host = [], [], {}
         batches: list[dict] = []
         rng = random.SystemRandom()
@@ -969,51 +971,48 @@ class Judge:
         per_call_s = self.ref_call_s
         warm = True
         deadline = time.perf_counter() + budget
-        try:
-            with self.lock.exclusive(), quiet_cpu(host):
-                while True:
-                    # a batch about a twelfth of the budget long, and at least 30 ms where calls
-                    # are quick, so that a host's hiccup (a late wake-up) is small beside it
-                    fit = int(max(budget / 12, 0.03) / max(per_call_s, 1e-6))
-                    size = 3 if warm else max(MIN_TIMED_BATCH, min(self.batch, fit))
-                    calls = self._timed_calls(size, rng)
-                    whats = [f"timed call {len(cand_ms) + i}" for i in range(size)]
-                    t_r = time.perf_counter()
-                    ref_rep = ref_runner.run(calls)
-                    w_r = time.perf_counter() - t_r
-                    per_call_s = w_r / size   # the reference's, with the harness around it
-                    if ref_rep.get("error"):
-                        e = ref_rep["error"]
-                        raise RuntimeError(f"the reference failed while timed: {e.get('text')}")
-                    others.start()
-                    reply, w_c = self.worker.batch(calls, self.call_timeout(size, w_r), f"in {whats[0]}")
-                    busy_s = others.others_s()
-                    recs = self.batch_facts(reply, whats, self.ref_specs_like)
-                    switches += int(reply.get("involuntary_switches") or 0) if not warm else 0
-                    picked = set(range(size)) if warm else set(
-                        rng.sample(range(size), max(1, size // 8)))
-                    self._check_timed(calls, recs, whats, ref_slots, picked)
-                    full_checks += len(picked)
-                    s_c = [r["ms"] for r in recs]
-                    s_r = [r["ms"] for r in ref_rep["calls"]]
-                    ref_s += w_r
-                    if not warm:
-                        cand_ms += s_c
-                        ref_ms += s_r
-                        batches.append({"W": w_c, "S": sum(s_c) / 1e3, "n": size,
-                                        "M": sorted(s_c)[len(s_c) // 2] / 1e3,
-                                        "O": max(0.0, w_r - sum(s_r) / 1e3),
-                                        "ipc": self.worker.wall_ping, "busy": busy_s})
-                    warm = False
-                    n = len(cand_ms)
-                    if n >= min_reps and len(batches) >= MIN_TIMED_BATCHES:
-                        med, iqr = _quartiles(cand_ms)
-                        if (med > 0 and iqr <= rel_spread * med and n >= 2 * min_reps) or \
-                                n >= reps or time.perf_counter() > deadline:
-                            break
-        finally:
-            ref_slots.close()
-            os.close(ref_fd)
+        with self._reference_runner() as (ref_runner, ref_slots), self.lock.exclusive(), \
+                quiet_cpu(host):
+            while True:
+                # a batch about a twelfth of the budget long, and at least 30 ms where calls
+                # are quick, so that a host's hiccup (a late wake-up) is small beside it
+                fit = int(max(budget / 12, 0.03) / max(per_call_s, 1e-6))
+                size = 3 if warm else max(MIN_TIMED_BATCH, min(self.batch, fit))
+                calls = self._timed_calls(size, rng)
+                whats = [f"timed call {len(cand_ms) + i}" for i in range(size)]
+                t_r = time.perf_counter()
+                ref_rep = ref_runner.run(calls)
+                w_r = time.perf_counter() - t_r
+                per_call_s = w_r / size   # the reference's, with the harness around it
+                if ref_rep.get("error"):
+                    e = ref_rep["error"]
+                    raise RuntimeError(f"the reference failed while timed: {e.get('text')}")
+                others.start()
+                reply, w_c = self.worker.batch(calls, self.call_timeout(size, w_r), f"in {whats[0]}")
+                busy_s = others.others_s()
+                recs = self.batch_facts(reply, whats, self.ref_specs_like)
+                switches += int(reply.get("involuntary_switches") or 0) if not warm else 0
+                picked = set(range(size)) if warm else set(
+                    rng.sample(range(size), max(1, size // 8)))
+                self._check_timed(calls, recs, whats, ref_slots, picked)
+                full_checks += len(picked)
+                s_c = [r["ms"] for r in recs]
+                s_r = [r["ms"] for r in ref_rep["calls"]]
+                ref_s += w_r
+                if not warm:
+                    cand_ms += s_c
+                    ref_ms += s_r
+                    batches.append({"W": w_c, "S": sum(s_c) / 1e3, "n": size,
+                                    "M": sorted(s_c)[len(s_c) // 2] / 1e3,
+                                    "O": max(0.0, w_r - sum(s_r) / 1e3),
+                                    "ipc": self.worker.wall_ping, "busy": busy_s})
+                warm = False
+                n = len(cand_ms)
+                if n >= min_reps and len(batches) >= MIN_TIMED_BATCHES:
+                    med, iqr = _quartiles(cand_ms)
+                    if (med > 0 and iqr <= rel_spread * med and n >= 2 * min_reps) or \
+                            n >= reps or time.perf_counter() > deadline:
+                        break
         median, spread = _quartiles(cand_ms)
         extra = {"min_ms": min(cand_ms), "mean_ms": sum(cand_ms) / len(cand_ms),
                  "checked_in_full": full_checks, "checked_sampled": len(cand_ms),
