@@ -239,7 +239,9 @@ def test_a_disturbed_baseline_child_sends_the_baselines_back_to_be_timed(monkeyp
 def test_a_real_search_takes_the_host_check_from_its_childrens_reference_timings(tmp_path,
                                                                                 monkeypatch):
     """Verified and timed for real (CPU): the candidate's child timed the reference too, so the
-    search ends after one child per attempt, the host's drift read from those timings."""
+    host's drift is read from that timing against eager's. Within the bound the search ends after
+    one child per attempt; past it (a 2-core host moves ~12 µs calls by 1.5x at times) eager is
+    timed once more in a child of its own, and nothing else."""
     calls = []
     real = search.evaluate
 
@@ -262,7 +264,17 @@ def test_a_real_search_takes_the_host_check_from_its_childrens_reference_timings
                                              "cache_dir": str(tmp_path)}, env={}),
                             "cpu", engine=Doubled(), progress=lines.append)
     res.cleanup()
-    assert calls == ["baseline:eager", "doubled:add"], calls
-    assert res.host_noise is not None and res.host_noise.paired == 1, lines
-    assert any("the reference timed again in the 1 children after eager's" in ln
-               for ln in lines), lines
+    eager, cand = (next(a for a in res.attempts if a.candidate.origin == o)
+                   for o in ("baseline:eager", "doubled:add"))
+    ref_ms = cand.timing.extra.get("paired_ref_ms") or cand.timing.extra.get("reference_ms")
+    assert ref_ms and ref_ms > 0, cand.timing.extra          # its child timed the reference
+    first = eager.timing.median_ms
+    if max(first / ref_ms, ref_ms / first) <= NOISY_RATIO:
+        assert calls == ["baseline:eager", "doubled:add"], (calls, lines)
+        assert res.host_noise is not None and res.host_noise.paired == 1, lines
+        assert res.host_noise.again_ms == ref_ms
+        assert any("the reference timed again in the 1 children after eager's" in ln
+                   for ln in lines), lines
+    else:
+        assert calls == ["baseline:eager", "doubled:add", "baseline:eager"], (calls, lines)
+        assert res.host_noise is not None and res.host_noise.paired == 0, lines
