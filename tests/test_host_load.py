@@ -41,8 +41,9 @@ def test_a_busy_stranger_counts_and_a_busy_member_of_the_tree_does_not(tmp_path)
         stranger.wait()
         idle.kill()
         idle.wait()
-    assert others is not None and others > 0.3, others
-    assert own is not None and own < 0.3, own
+    # measured against each other: on a shared host both also hold whatever else ran meanwhile
+    assert others is not None and own is not None, (others, own)
+    assert others - own > 0.3, (others, own)
 
 
 def _tree_with(tmp_path, exe_name: str, seconds: float) -> subprocess.Popen:

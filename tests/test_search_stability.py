@@ -278,3 +278,20 @@ def test_a_real_search_takes_the_host_check_from_its_childrens_reference_timings
     else:
         assert calls == ["baseline:eager", "doubled:add", "baseline:eager"], (calls, lines)
         assert res.host_noise is not None and res.host_noise.paired == 0, lines
+
+
+def test_no_attempt_is_recorded_later_than_the_search_ended(monkeypatch):
+    """``at_s`` (when each verdict was in) never exceeds the search's own ``seconds``, also where
+    the search ends within half a millisecond of its last verdict."""
+    ticks = iter(i * 0.00007 for i in range(10_000))    # 70 µs between readings
+
+    class Clock:
+        @staticmethod
+        def monotonic():
+            return next(ticks)
+    monkeypatch.setattr(search, "time", Clock)
+    res, _ = _search(monkeypatch, {"baseline:eager": [1.0], "one:fast": [0.5]}, rounds=1,
+                     baselines="eager")
+    ats = [a.at_s for a in res.attempts]
+    assert ats == sorted(ats) and max(ats) <= res.seconds, (ats, res.seconds)
+    assert res.summary()["winner_at_s"] <= res.seconds

@@ -6,6 +6,7 @@ baseline when nothing beats it by more than the measured noise.
 """
 from __future__ import annotations
 
+import math
 import shutil
 import tempfile
 import time
@@ -190,9 +191,13 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
         with ThreadPoolExecutor(workers, thread_name_prefix="cudal1-build") as pool:
             return dict(pool.map(check, enumerate(todo)))
 
+    def since_start() -> float:
+        # in whole ms, rounded down: never later than the search's own seconds
+        return math.floor((time.monotonic() - start) * 1000) / 1000
+
     def record_attempt(a: Attempt) -> None:
         if a.at_s is None:   # a pipelined attempt keeps when its own verdict was in
-            a.at_s = round(time.monotonic() - start, 3)
+            a.at_s = since_start()
         attempts.append(a)
 
     def speedups(a: Attempt) -> None:
@@ -217,7 +222,7 @@ def run_search(task: Task, options: Options, device: str = "cpu", *, key: str = 
             return a
         dirs[id(a)] = wd
         if deferred:   # recorded by run_all, in the candidates' order
-            a.at_s = round(time.monotonic() - start, 3)
+            a.at_s = since_start()
             return a
         speedups(a)
         record_attempt(a)
