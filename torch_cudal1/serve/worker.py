@@ -1,9 +1,11 @@
 """The background search worker of ``mode="async"``: ``python -m torch_cudal1.serve.worker JOBDIR``.
 
 The serving process renders the graph as a task, writes it with the key fields and options into
-a job directory under the cache, and starts this module as a detached process (its own session,
-so a Ctrl-C on the server does not kill it and a finished search still lands in the cache when
-the server is gone). The worker takes the key's lock, searches unless another process already
+a job directory under the cache, and starts this module as a detached process (its own process
+group without the terminal, ``verify.process.own_group``, so a Ctrl-C or a closed terminal does
+not kill it and a finished search still lands in the cache when the server is gone; in the
+server's session, so that while it searches the server's own torch threads share the CPUs with
+it thread by thread, not session against session). The worker takes the key's lock, searches unless another process already
 cached the key, and writes the entry. In the serving process one launcher thread runs the jobs
 one at a time (searches time kernels: they must not compete with each other) and, when a worker
 exits, loads the entry and swaps the winner into the graph runner for later calls.
@@ -29,6 +31,8 @@ import threading
 import time
 import uuid
 from pathlib import Path
+
+from ..verify.process import own_group
 
 JOB = "job.json"
 RESULT = "result.json"
@@ -143,7 +147,7 @@ def run_job_process(directory: Path, timeout: float | None = None, env: dict | N
     with open(directory / LOG, "ab") as log:
         proc = subprocess.Popen([sys.executable, "-m", "torch_cudal1.serve.worker", str(directory)],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True, env=_child_env(env))
+                                preexec_fn=own_group, env=_child_env(env))
         try:
             rc = proc.wait(timeout)
         except subprocess.TimeoutExpired:

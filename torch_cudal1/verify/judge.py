@@ -59,7 +59,7 @@ from .compare import ELEM_TOL, SLACK, compare, tolerances
 from .float64_trust import distrust
 from .host_load import OthersClock
 from .references import References, budget_bytes, nbytes
-from .process import CANDIDATE_FILE, REAL_INPUTS_FILE, REQUEST_FILE, RESULT_FILE
+from .process import CANDIDATE_FILE, REAL_INPUTS_FILE, REQUEST_FILE, RESULT_FILE, own_group
 
 PREDICTABLE_SEEDS = (42, 0, 1, 1234, 2024)
 GRADS = ("no_grad", "inference")
@@ -161,7 +161,7 @@ class Worker:
         self.proc = subprocess.Popen(argv, cwd=str(wd), env=env, stdin=subprocess.DEVNULL,
                                      stdout=log, stderr=subprocess.STDOUT,
                                      pass_fds=(req_r, rep_w, self.slot_fd),
-                                     start_new_session=True)
+                                     preexec_fn=own_group)
         log.close()
         os.close(req_r)
         os.close(rep_w)

@@ -4,7 +4,9 @@ A candidate's worker (``harness/worker.py``) is started as ``bwrap ... python -m
 
 * every namespace new (``--unshare-all``): no network (not even the host's loopback), its own
   process tree (when its first process ends, the kernel kills every process left in it, a
-  ``setsid`` one too), its own IPC and host name;
+  ``setsid`` one too), its own IPC and host name; a session of its own (``--new-session``) only
+  where the process starting it still has a controlling terminal (the verifier's processes let
+  go of theirs, ``process.own_group``), so that it shares the CPUs as the user's processes do;
 * no capabilities (``--cap-drop ALL``), so it cannot remount what it was given read-only;
 * the system's folders read-only, every other top-level folder (homes, ``/tmp``, ``/mnt``,
   project and data folders) and ``/var/tmp`` hidden behind empty private ones, with what it needs
@@ -30,6 +32,7 @@ import threading
 
 from ..log import logger
 from ..options import env
+from .process import has_terminal
 
 _ALLOW = {"PATH", "HOME", "TMPDIR", "LANG", "LANGUAGE", "TERM", "TZ", "USER", "LOGNAME", "PYTHONPATH",
           "VIRTUAL_ENV", "LD_LIBRARY_PATH", "CC", "CXX", "MAX_JOBS", "OMP_NUM_THREADS",
@@ -71,9 +74,12 @@ def scrubbed_env(env: dict) -> dict:
     return out
 
 
-def _base_args(exe: str) -> list[str]:
-    return [exe, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/dev/shm"]
+def _base_args(exe: str, new_session: bool = True) -> list[str]:
+    # A session of its own only where this process still has a terminal to keep the candidate
+    # from: a new session is a scheduling group of its own too (``process.own_group``).
+    return [exe, "--unshare-all", "--die-with-parent"] + (["--new-session"] if new_session else []) + [
+        "--cap-drop", "ALL",
+        "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/dev/shm"]
 
 
 def check() -> str:
@@ -177,7 +183,7 @@ def wrap(argv: list[str], *, chdir: str, writable: list[str], gpu: bool,
     the only ones it can write to, besides its private ``/dev/shm`` and the empty folders that
     hide the host's homes and temporary folders; ``readable`` ones are bound back read-only."""
     exe = bwrap_path()
-    args = _base_args(exe)
+    args = _base_args(exe, new_session=has_terminal())
     roots = _hidden_roots()
     for r in roots:
         args += ["--tmpfs", r]

@@ -4,10 +4,10 @@ The parent only reads the candidate's source (static filter, ``static.py``). The
 made by the judge, ``python -m torch_cudal1.verify.judge WORKDIR`` (or the same code in a
 process forked from the ``forkserver`` template), which never runs candidate code: it starts the
 candidate's own worker inside the OS sandbox (``os_sandbox.py``) and talks to it through pipes
-and shared memory (``judge.py``). The judge runs in its own session (so the whole process group
-can be killed), dies with its parent, under a wall-clock limit and, on CPU, a memory limit
-(RLIMIT_AS, which the worker inherits; CUDA maps huge virtual ranges, so GPU runs get none unless
-asked). Whatever the candidate does (crash, hang, ``os._exit``, a CUDA fault) becomes a Verdict.
+and shared memory (``judge.py``). The judge runs in its own process group (so the whole group
+can be killed) within the caller's session (``process.own_group``), dies with its parent, under a
+wall-clock limit and, on CPU, a memory limit (RLIMIT_AS, which the worker inherits; CUDA maps huge
+virtual ranges, so GPU runs get none unless asked). Whatever the candidate does (crash, hang, ``os._exit``, a CUDA fault) becomes a Verdict.
 
 Builds go to ``<build_cache_dir>/<hash of source, torch, GPU>`` so a retry does not rebuild; the
 extension directories are then copied to ``WORKDIR/build/<ext_name>/``, where the search picks up
