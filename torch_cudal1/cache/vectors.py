@@ -6,7 +6,7 @@ and the reference's outputs). ``run_winner`` hands inputs to a child
 prebuilt artefacts, no compiler for extensions) and gives back the outputs. The child runs where
 the verifier runs candidates: inside the OS sandbox (``verify.os_sandbox``: bubblewrap, no
 network, writes only to its work dir, scrubbed environment, private compiler caches), under the
-harness's audit hook and memory limit, in its own process group, killed with its parent. The judging
+harness's audit hook and memory limit, in its own group, killed with its parent. The judging
 stays here: ``check_vectors`` compares the outputs with the expected ones in this process, which
 never imports the entry's code.
 

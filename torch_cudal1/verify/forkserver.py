@@ -1,6 +1,6 @@
 """Judges forked from a template process that has already imported torch.
 
-Every candidate still runs in a fresh process of its own (own process group, memory limit, parent-death
+Every candidate still runs in a fresh process of its own (own group, memory limit, parent-death
 signal, its log as stdout/stderr), but it is forked from a template that imported torch and
 torch.compile's stack once, instead of paying those imports (3-8 s) per candidate. No candidate
 code ever runs in the template. The template never initialises CUDA (it checks, and refuses to

@@ -77,9 +77,9 @@ def scrubbed_env(env: dict) -> dict:
 def _base_args(exe: str, new_session: bool = True) -> list[str]:
     # A session of its own only where this process still has a terminal to keep the candidate
     # from: a new session is a scheduling group of its own too (``process.own_group``).
-    return [exe, "--unshare-all", "--die-with-parent"] + (["--new-session"] if new_session else []) + [
-        "--cap-drop", "ALL",
-        "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/dev/shm"]
+    session = ["--new-session"] if new_session else []
+    return [exe, "--unshare-all", "--die-with-parent", *session, "--cap-drop", "ALL",
+            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/dev/shm"]
 
 
 def check() -> str:
