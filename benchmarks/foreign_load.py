@@ -1,6 +1,7 @@
 """Timings beside a busy process: in the caller's session and in another one.
 
-    PYTHONPATH=. python3 benchmarks/foreign_load.py [--out benchmarks/results/foreign_load/cpu]
+    PYTHONPATH=. python3 benchmarks/foreign_load.py [--against REV]
+                                                    [--out benchmarks/results/foreign_load/cpu]
 
 A small convolutional net (many short ops, each a parallel region of torch's CPU threads) is
 called eagerly in this process and verified and timed by ``evaluate`` (eager as the candidate),
@@ -10,7 +11,8 @@ job of another user). Where the kernel groups scheduling by session (``/proc/sys
 sched_autogroup_enabled``), a session shares the CPUs with every other session as one group,
 and torch's threads wait at each op's barrier for a thread the scheduler gave to the other
 group. The verifier's processes stay in the caller's session (``verify/process.py: own_group``),
-so their timings see the host as the caller's own calls do. Writes ``README.md`` and
+so their timings see the host as the caller's own calls do. ``--against REV`` measures the
+package at another git revision the same way in the same run. Writes ``README.md`` and
 ``rows.json`` under ``--out``.
 """
 from __future__ import annotations
@@ -19,8 +21,10 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -94,14 +98,7 @@ def _verify() -> dict:
     return row
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", default=str(ROOT / "benchmarks/results/foreign_load/cpu"))
-    args = ap.parse_args(argv)
-    try:
-        autogroup = Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip()
-    except OSError:
-        autogroup = "absent"
+def _measure() -> list[dict]:
     rows = []
     for name, session in (("quiet host", None), ("a busy process in this session", False),
                           ("a busy process in another session", True)):
@@ -114,24 +111,71 @@ def main(argv=None) -> int:
                 proc.kill()
                 proc.wait()
         rows.append(row)
-        print(json.dumps(row), flush=True)
+        print(json.dumps(row), file=sys.stderr, flush=True)
+    return rows
+
+
+def _measure_at(rev: str) -> list[dict]:
+    """The same measurement with the package as it was at ``rev`` (a git worktree; this script
+    copied in, as ``rev`` may predate it)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = Path(tmp) / "tree"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(tree),
+                        rev], check=True)
+        try:
+            script = tree / "benchmarks" / Path(__file__).name
+            shutil.copy(__file__, script)
+            out = subprocess.run([sys.executable, str(script), "--rows-only"], cwd=tree,
+                                 env={**os.environ, "PYTHONPATH": str(tree)}, check=True,
+                                 stdout=subprocess.PIPE, text=True).stdout
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
+                           check=False)
+    return json.loads(out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=str(ROOT / "benchmarks/results/foreign_load/cpu"))
+    ap.add_argument("--against", default="", help="a git revision measured the same way, "
+                    "in the same run")
+    ap.add_argument("--rows-only", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.rows_only:
+        print(json.dumps(_measure()))
+        return 0
+    try:
+        autogroup = Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip()
+    except OSError:
+        autogroup = "absent"
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True).stdout.strip() or "this tree"
+    runs = [(head, _measure())]
+    if args.against:
+        runs.append((args.against, _measure_at(args.against)))
     import torch
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "rows.json").write_text(json.dumps(rows, indent=1) + "\n")
-    lines = ["# Timings beside a busy process", "",
-             "`PYTHONPATH=. python3 benchmarks/foreign_load.py`", "",
+    (out / "rows.json").write_text(json.dumps(
+        [{"revision": rev, **r} for rev, rows in runs for r in rows], indent=1) + "\n")
+    command = "PYTHONPATH=. python3 benchmarks/foreign_load.py" + (
+        f" --against {args.against}" if args.against else "")
+    lines = ["# Timings beside a busy process", "", f"`{command}` at {head}", "",
              f"torch {torch.__version__}, {platform.machine()}, {os.cpu_count()} CPUs, "
              f"{torch.get_num_threads()} torch threads, sched_autogroup_enabled={autogroup}. "
              "Twelve conv + batch norm + ReLU blocks on a 2x3x64x64 input; eager called in this "
              "process (median of 20 calls), then verified and timed as a candidate by "
              "`evaluate` (its median, the reference's median in the judge, and the "
-             "verification's wall time).", "",
-             "| condition | eager here, ms | verifier's timing, ms | reference in the judge, ms "
-             "| verification wall, s | verdict |", "|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append(f"| {r['condition']} | {r['eager_ms']} | {r.get('median_ms', '-')} | "
-                     f"{r.get('reference_ms', '-')} | {r['wall_s']} | {r['verdict']} |")
+             "verification's wall time). Each revision measured in the same run, one after "
+             "the other.", "",
+             "| package at | condition | eager here, ms | verifier's timing, ms | "
+             "reference in the judge, ms | verification wall, s | verdict |",
+             "|---|---|---|---|---|---|---|"]
+    for rev, rows in runs:
+        for r in rows:
+            lines.append(f"| {rev} | {r['condition']} | {r['eager_ms']} | "
+                         f"{r.get('median_ms', '-')} | {r.get('reference_ms', '-')} | "
+                         f"{r['wall_s']} | {r['verdict']} |")
     (out / "README.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

@@ -39,11 +39,11 @@ def own_group() -> None:
     default on most distributions), a new session is a group that shares the CPUs with every
     other session's as one. Its torch threads then wait at every parallel op's barrier for a
     thread the scheduler gave to another session's busy process: on 2 cores beside one busy
-    process of the caller's session, a 12-block conv net timed 544 ms in the verifier and 42 ms
+    process of the caller's session, a 12-block conv net timed 553 ms in the verifier and 42 ms
     in the caller (``benchmarks/foreign_load.py``). A verifier's timings would say more about the
-    host than the code, and a background search worker would slow the user's own model as much. Letting go
-    of the terminal keeps what a new session gave: nothing it starts can read or write the
-    user's terminal."""
+    host than the code, and a background search worker would slow the user's own model as much.
+    Letting go of the terminal keeps what a new session gave: nothing it starts can read or write
+    the user's terminal."""
     os.setpgid(0, 0)
     try:
         fd = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY)
