@@ -6,9 +6,10 @@ group without the terminal, ``verify.process.own_group``, so a Ctrl-C or a close
 not kill it and a finished search still lands in the cache when the server is gone; in the
 server's session, so that while it searches the server's own torch threads share the CPUs with
 it thread by thread, not session against session). The worker takes the key's lock, searches
-unless another process already cached the key, and writes the entry. In the serving process one launcher thread runs the jobs
-one at a time (searches time kernels: they must not compete with each other) and, when a worker
-exits, loads the entry and swaps the winner into the graph runner for later calls.
+unless another process already cached the key, and writes the entry. In the serving process one
+launcher thread runs the jobs one at a time (searches time kernels: they must not compete with
+each other) and, when a worker exits, loads the entry and swaps the winner into the graph runner
+for later calls.
 
 Job directory: ``task.py`` (+ ``inputs.safetensors``), ``real.safetensors`` (the real inputs,
 for the entry's test vectors, when small enough), ``job.json`` ({key, fields, device, options,

@@ -988,7 +988,8 @@ class Judge:
                     e = ref_rep["error"]
                     raise RuntimeError(f"the reference failed while timed: {e.get('text')}")
                 others.start()
-                reply, w_c = self.worker.batch(calls, self.call_timeout(size, w_r), f"in {whats[0]}")
+                reply, w_c = self.worker.batch(calls, self.call_timeout(size, w_r),
+                                               f"in {whats[0]}")
                 busy_s = others.others_s()
                 recs = self.batch_facts(reply, whats, self.ref_specs_like)
                 switches += int(reply.get("involuntary_switches") or 0) if not warm else 0

@@ -7,7 +7,8 @@ candidate's own worker inside the OS sandbox (``os_sandbox.py``) and talks to it
 and shared memory (``judge.py``). The judge runs in its own process group (so the whole group
 can be killed) within the caller's session (``process.own_group``), dies with its parent, under a
 wall-clock limit and, on CPU, a memory limit (RLIMIT_AS, which the worker inherits; CUDA maps huge
-virtual ranges, so GPU runs get none unless asked). Whatever the candidate does (crash, hang, ``os._exit``, a CUDA fault) becomes a Verdict.
+virtual ranges, so GPU runs get none unless asked). Whatever the candidate does (crash, hang,
+``os._exit``, a CUDA fault) becomes a Verdict.
 
 Builds go to ``<build_cache_dir>/<hash of source, torch, GPU>`` so a retry does not rebuild; the
 extension directories are then copied to ``WORKDIR/build/<ext_name>/``, where the search picks up
