@@ -16,7 +16,7 @@ REASONS = (
     "ok", "mismatch", "nan", "dtype", "shape", "stride", "lazy_output", "stale_output",
     "output_aliased", "input_mutated", "async_work", "timer_tampering", "forbidden_call",
     "seed_dependent", "nondeterministic", "timeout", "crash", "build_error", "no_model_new",
-    "not_faster", "memory", "global_state", "error", "sandbox",
+    "not_faster", "memory", "global_state", "error", "sandbox", "artifact_changed",
 )
 
 

@@ -8,7 +8,6 @@ a whole entry or none; a directory whose manifest does not match is quarantined,
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import socket
@@ -21,6 +20,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+from ..file_hash import sha256_of
 from ..procutil import pid_alive
 
 from ..version import CACHE_FORMAT
@@ -34,19 +34,11 @@ HOST = socket.gethostname().replace("/", "_")
 STALE_FOREIGN_S = 24 * 3600.0   # staging dirs of other hosts (shared filesystems) expire by age
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def manifest(directory: Path) -> dict:
     files = {}
     for p in sorted(directory.rglob("*")):
         if p.is_file() and p.name != META and not p.name.endswith(".lock"):
-            files[p.relative_to(directory).as_posix()] = _sha256(p)
+            files[p.relative_to(directory).as_posix()] = sha256_of(p)
     return files
 
 

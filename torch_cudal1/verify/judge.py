@@ -24,7 +24,8 @@ Order of work (each step can end it with a verdict):
    measured around its batches (``_cross_check``);
 5. the refilled-buffer check again.
 
-Writes ``result.json``: {"verdict", "timing", "build_dir", "phases"}.
+Writes ``result.json``: {"verdict", "timing", "build_dir", "artifacts", "phases"}; ``artifacts``
+names the built files the cache may keep (``loaded_builds.py``).
 """
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ from ..harness.errors import classify_exception, classify_reported
 from ..harness.real_inputs import clone_layout
 from ..harness.state import ModuleState
 from ..task import TENSORS_FILE, load_source
-from . import cudnn_tf32, host_load, os_sandbox
+from . import cudnn_tf32, host_load, loaded_builds, os_sandbox
 from .compare import ELEM_TOL, SLACK, compare, tolerances
 from .float64_trust import distrust
 from .host_load import OthersClock
@@ -289,6 +290,7 @@ class Judge:
         self.device = req["device"]
         self.phases: dict[str, float] = {}
         self.build_dir: str | None = None
+        self.built: loaded_builds.LoadedBuilds | None = None   # once the candidate is imported
         self.check_stride = bool(req.get("check_stride", False))
         self.precision = req.get("precision") or "highest"
         self.compare_at = self.precision   # cudnn_tf32.compare_precision, once the reference ran
@@ -626,8 +628,11 @@ class Judge:
         self.phases["reference_s"] = round(self._since(t0), 3)
         self._start_worker()
         result = self._verify()
+        self._look_at_builds("verification")
         if req.get("time_it"):
             result["timing"] = self._time().to_json()
+            self._look_at_builds("timing")
+        result["artifacts"] = self.built.files()
         if self.worker.__dict__.get("scoped"):
             result["verdict"]["stats"]["settings_scoped"] = self.worker.scoped
         return result
@@ -721,7 +726,18 @@ class Judge:
             raise Reject("timer_tampering", "after import and construction: changed "
                                             + ", ".join(sorted(map(str, reply["rebound"]))[:6]))
         self.worker.scoped = reply.get("scoped")
+        self.built = loaded_builds.LoadedBuilds(self.build_dir, self.worker.proc.pid,
+                                                WORKER_MODULE, packages=self.trusted)
+        self._look_at_builds("import")
         self.worker.wall_ping = min(self.worker.ping() for _ in range(3))
+
+    def _look_at_builds(self, when: str) -> None:
+        """What the cache may keep of the candidate's build is what its process loaded, unchanged
+        since (``loaded_builds.py``)."""
+        try:
+            self.built.look(f"after {when}")
+        except loaded_builds.Changed as e:
+            raise Reject("artifact_changed", str(e)) from None
 
     @contextlib.contextmanager
     def _reference_runner(self):

@@ -30,6 +30,7 @@ from ..contracts import Candidate, Timing, Verdict
 from ..options import build_cache_dir
 from ..options import env as setting
 from ..task import Task
+from . import loaded_builds
 from .process import CANDIDATE_FILE, REAL_INPUTS_FILE, REQUEST_FILE, RESULT_FILE, child_limits
 
 CPU_MEMORY_LIMIT_MB = 32768.0
@@ -84,19 +85,25 @@ def _kill_group(proc) -> None:
         pass
 
 
-def _collect_build(build_dir: str | None, wd: Path) -> None:
-    """Copy the extensions built for this candidate into ``wd/build`` (cache artefacts): one
-    folder per load_inline extension, and AOTInductor packages (``*.pt2``)."""
-    if not build_dir or not os.path.isdir(build_dir):
-        return
+def _collect_build(build_dir: str | None, wd: Path, kept: dict | None) -> str | None:
+    """Copy into ``wd/build`` (the cache's artefacts) exactly the built files the judge saw the
+    candidate's process load and vouched for (``kept``: relpath -> sha256, from
+    ``loaded_builds.py``), each checked against its hash once copied: a file changed after the
+    judge's last look (by code the worker ran on its way out) is the reason returned, and nothing
+    is kept. Where nothing was vouched for, nothing is copied (the winner builds when served)."""
+    if not build_dir or not kept or not os.path.isdir(build_dir):
+        return None
     dest = wd / "build"
-    for entry in os.scandir(build_dir):
-        if entry.is_file() and entry.name.endswith(".pt2") and ".tmp." not in entry.name:
-            dest.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(entry.path, dest / entry.name)
-        elif entry.is_dir() and any(f.endswith(".so") for f in os.listdir(entry.path)):
-            shutil.copytree(entry.path, dest / entry.name, dirs_exist_ok=True,
-                            ignore=shutil.ignore_patterns("*.o", "*.ninja", ".ninja_*", "lock"))
+    for rel, digest in sorted(kept.items()):
+        src, out = Path(build_dir) / rel, dest / rel
+        if os.path.isabs(rel) or ".." in Path(rel).parts or src.is_symlink():
+            continue
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, out)
+        if loaded_builds.sha256(str(out)) != digest:
+            shutil.rmtree(dest, ignore_errors=True)
+            return f"{rel} changed on disk after the judge's last look at it"
+    return None
 
 
 def child_env(extra_env: dict | None = None, build_cache_dir: str | None = None) -> dict:
@@ -213,9 +220,12 @@ def evaluate(task: Task, candidate: Candidate, *, device: str = "cpu", trials: i
         verdict.stats.setdefault("phases", result.get("phases") or {})
         verdict.stats["phases"]["wall_s"] = round(time.monotonic() - t0, 3)
         try:
-            _collect_build(result.get("build_dir"), wd)
+            changed = _collect_build(result.get("build_dir"), wd, result.get("artifacts"))
         except OSError:
-            pass
+            changed = None
+            shutil.rmtree(wd / "build", ignore_errors=True)
+        if changed and verdict.accepted:
+            return Verdict.reject("artifact_changed", changed), None
         timing = Timing.from_json(result.get("timing")) if verdict.accepted else None
         return verdict, timing
     finally:
