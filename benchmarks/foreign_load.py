@@ -21,10 +21,8 @@ import argparse
 import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -116,22 +114,9 @@ def _measure() -> list[dict]:
 
 
 def _measure_at(rev: str) -> list[dict]:
-    """The same measurement with the package as it was at ``rev`` (a git worktree; this script
-    copied in, as ``rev`` may predate it)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        tree = Path(tmp) / "tree"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(tree),
-                        rev], check=True)
-        try:
-            script = tree / "benchmarks" / Path(__file__).name
-            shutil.copy(__file__, script)
-            out = subprocess.run([sys.executable, str(script), "--rows-only"], cwd=tree,
-                                 env={**os.environ, "PYTHONPATH": str(tree)}, check=True,
-                                 stdout=subprocess.PIPE, text=True).stdout
-        finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
-                           check=False)
-    return json.loads(out)
+    """The same measurement with the package as it was at ``rev``."""
+    from benchmarks.revisions import rows_at
+    return rows_at(rev, Path(__file__), ["--rows-only"])
 
 
 def main(argv=None) -> int:

@@ -37,7 +37,9 @@ from .process import has_terminal
 _ALLOW = {"PATH", "HOME", "TMPDIR", "LANG", "LANGUAGE", "TERM", "TZ", "USER", "LOGNAME", "PYTHONPATH",
           "VIRTUAL_ENV", "LD_LIBRARY_PATH", "CC", "CXX", "MAX_JOBS", "OMP_NUM_THREADS",
           "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "PYTHONUNBUFFERED", "PYTHONHASHSEED",
-          "CUDAL1_TIMING_CPUS", "CUDAL1_NATIVE", "CUDAL1_AUDIT"}
+          "CUDAL1_TIMING_CPUS", "CUDAL1_NATIVE", "CUDAL1_AUDIT",
+          # the heap regime of every verifier process (heap.py)
+          "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES"}
 _ALLOW_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "TORCH_", "TORCHINDUCTOR_", "TRITON_", "CUPY_",
                    "NCCL_")
 # Variables under an allowed prefix that can still hold a credential.

@@ -30,7 +30,7 @@ from ..contracts import Candidate, Timing, Verdict
 from ..options import build_cache_dir
 from ..options import env as setting
 from ..task import Task
-from . import loaded_builds
+from . import heap, loaded_builds
 from .process import CANDIDATE_FILE, REAL_INPUTS_FILE, REQUEST_FILE, RESULT_FILE, child_limits
 
 CPU_MEMORY_LIMIT_MB = 32768.0
@@ -111,6 +111,7 @@ def child_env(extra_env: dict | None = None, build_cache_dir: str | None = None)
     env = dict(os.environ)
     env.update(extra_env or {})
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    heap.with_steady_heap(env)
     env["CUDAL1_BUILD_CACHE_DIR"] = str(Path(build_cache_dir or default_build_cache_dir()).expanduser())
     env["PYTHONPATH"] = os.pathsep.join(
         [str(Path(__file__).resolve().parents[2])] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
