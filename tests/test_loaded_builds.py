@@ -178,10 +178,7 @@ def _loading_process(paths):
 
 
 def _watch(build: Path, proc) -> loaded_builds.LoadedBuilds:
-    w = loaded_builds.LoadedBuilds(str(build), proc.pid, "")
-    w.pid = proc.pid   # no worker module to look for: this process is the one
-    w.kept = {}
-    return w
+    return loaded_builds.LoadedBuilds(str(build), proc.pid)   # this process is the worker
 
 
 @pytest.mark.parametrize("change", ["renamed_over", "rewritten_in_place", "deleted"])

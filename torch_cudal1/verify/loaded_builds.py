@@ -85,11 +85,15 @@ class Changed(Exception):
 class LoadedBuilds:
     """The kept libraries of one worker, looked at again after each phase (``look``)."""
 
-    def __init__(self, build_dir: str | None, root_pid: int | None, module: str,
+    def __init__(self, build_dir: str | None, root_pid: int | None, module: str = "",
                  packages: bool = False):
+        """``root_pid``: the sandbox's process, under which the one running ``python -m module``
+        is the worker; without ``module``, ``root_pid`` is the worker itself."""
         self.dir = build_dir
         self.roots = sorted({build_dir, os.path.realpath(build_dir)}) if build_dir else []
-        self.pid = worker_pid(root_pid, module) if (root_pid and build_dir) else None
+        self.pid = None
+        if root_pid and build_dir:
+            self.pid = worker_pid(root_pid, module) if module else root_pid
         self.packages = packages
         self.kept: dict[str, str] | None = {} if self.pid else None   # relpath -> sha256
 
