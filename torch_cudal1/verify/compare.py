@@ -37,6 +37,16 @@ ELEM_TOL = {torch.float64: 1e-6, torch.float32: 1e-2, torch.float16: 3e-2, torch
 # float32 (and complex64) bounds per float32_matmul_precision: (norm-relative, per element)
 FP32_TOL = {"highest": (1e-4, 1e-3), "high": (1e-3, 1e-2), "medium": (1e-2, 5e-2)}
 SLACK = 8.0   # how much worse than the eager reference's own rounding an answer may be
+# Elements float32 determines: where the native reference's relative error against float64, scaled
+# from float32's rounding to that of the products the precision allows (TF32's 2^13 times
+# coarser at "high", bf16's 2^16 at "medium"), is within DETERMINED of the value. An answer off by
+# more than LOST of the value on more than LOST_SHARE of them (and LOST_MIN at least) did not
+# compute them: values far below the output's scale (a cumulative product's tail, a softmax's
+# small probabilities) fit under the rms-scaled bounds above however wrong they are.
+DETERMINED = 1e-4
+LOST, LOST_SHARE, LOST_MIN = 0.5, 1e-4, 4
+_COARSER = {"highest": 1.0, "high": 2.0 ** 13, "medium": 2.0 ** 16}
+_TINY = torch.finfo(torch.float32).tiny
 PIECE = 1 << 24   # elements compared at a time (128 MB in float64)
 
 
@@ -179,10 +189,11 @@ def _finite_parts(r, n, h):
             yield hd[mask], rd[mask], nd[mask]
 
 
-def _float_stats(r, n, h, elem_tol: float, checker):
+def _float_stats(r, n, h, elem_tol: float, checker, coarser: float | None = None):
     """(err norm, reference norm, max abs error, elements out of tolerance, native's max abs
-    error, native's norm-relative error, elements compared), accumulated piece by piece: the
-    element bound needs the reference's rms over the whole output, hence two passes."""
+    error, native's norm-relative error, elements compared, elements lost), accumulated piece by
+    piece: the element bound needs the reference's rms over the whole output, hence two passes.
+    Elements lost (``DETERMINED``, ``LOST``) are counted where ``coarser`` is given."""
     ref_sq = nat_sq = err_sq = 0.0
     native_abs = max_abs = 0.0
     count = 0
@@ -201,10 +212,17 @@ def _float_stats(r, n, h, elem_tol: float, checker):
     native_rel = (nat_sq ** 0.5 / denom) if denom > 0 else 0.0
     rms = denom / max(count, 1) ** 0.5
     slack = SLACK * native_abs
-    n_exceed, ref_sq = 0, 0.0
+    n_exceed, ref_sq, lost = 0, 0.0, 0
     for hf, rf, nf in whole or _finite_parts(r, n, h):
         if not hf.numel():
             continue
+        if coarser is not None:
+            mag = hf.abs()
+            # (float32's normal range only: flushing subnormals to zero, as fast-math code
+            # does, loses values float32 itself barely holds)
+            determined = ((rf - hf).abs() * coarser <= DETERMINED * mag) & (mag >= _TINY)
+            lost += int((determined & ((nf - hf).abs() > LOST * mag)).sum())
+            del mag, determined
         if checker is not None and not hf.is_complex():
             # The C++ checker's bound uses the rms of what it is given: shifted to the whole
             # output's rms through the absolute slack (no shift when there is one piece).
@@ -220,7 +238,7 @@ def _float_stats(r, n, h, elem_tol: float, checker):
             n_exceed += int((diff > elem_tol * (rms + hf.abs()) + slack).sum())
     if checker is not None and count and not r.is_complex():
         denom = ref_sq ** 0.5   # the native checker's figure, computed outside Python's reach
-    return err_sq ** 0.5, denom, max_abs, n_exceed, native_abs, native_rel, count
+    return err_sq ** 0.5, denom, max_abs, n_exceed, native_abs, native_rel, count, lost
 
 
 def compare(native, new, hi=None, *, check_stride: bool = False, check_layout: bool = False,
@@ -234,7 +252,7 @@ def compare(native, new, hi=None, *, check_stride: bool = False, check_layout: b
     his = flatten_outputs(hi) if hi is not None else refs
     if len(refs) != len(news) or len(his) != len(refs):
         return "shape", f"{len(news)} outputs, expected {len(refs)}", {}
-    worst = 0.0
+    worst, most_lost = 0.0, 0
     for i, (r, n, h) in enumerate(zip(refs, news, his)):
         if not isinstance(r, torch.Tensor):
             if isinstance(n, torch.Tensor) or r != n:
@@ -262,14 +280,17 @@ def compare(native, new, hi=None, *, check_stride: bool = False, check_layout: b
             continue
         if not isinstance(h, torch.Tensor) or h.shape != r.shape:
             h = r
+        # which elements float32 determines needs a float64 truth beside the native answer
+        coarser = _COARSER.get(precision or "high") if (
+            r.dtype == torch.float32 and h is not r and h.dtype == torch.float64) else None
         base_norm, base_elem = tolerances(r.dtype, precision)
         dtype_norm = norm_tol if norm_tol is not None else base_norm
         dtype_elem = elem_tol if elem_tol is not None else base_elem
         bad = _finite_pattern(r, n, h, i)
         if bad:
             return "nan" if bad.startswith("nan:") else "mismatch", bad.split(":", 1)[1], {}
-        err, denom, max_abs, n_exceed, native_abs, native_rel, count = _float_stats(
-            r, n, h, dtype_elem, checker)
+        err, denom, max_abs, n_exceed, native_abs, native_rel, count, lost = _float_stats(
+            r, n, h, dtype_elem, checker, coarser)
         rel_tol = max(dtype_norm, SLACK * native_rel)
         if denom > 0:
             rel = err / denom
@@ -283,4 +304,10 @@ def compare(native, new, hi=None, *, check_stride: bool = False, check_layout: b
                                 f"{int(n_exceed)} of {count} elements out of tolerance, "
                                 f"max abs error {max_abs:.3g}"), \
                 {"rel_error": rel, "tolerance": rel_tol}
-    return "ok", "", {"rel_error": worst}
+        most_lost = max(most_lost, lost)
+        if lost > max(LOST_MIN, LOST_SHARE * count):
+            return "mismatch", (f"output {i}: {lost} of {count} elements are off by more than "
+                                f"half their value where float32 determines them (relative error "
+                                f"{rel:.3g}: values far below the output's scale left out or "
+                                "wrong)"), {"rel_error": rel, "tolerance": rel_tol, "lost": lost}
+    return "ok", "", {"rel_error": worst, "lost": most_lost}
