@@ -176,3 +176,45 @@ if found:
         home_file.unlink()
     assert verdict.accepted, (verdict.reason, verdict.detail)   # it found nothing to raise with
     assert "secret-value" not in verdict.detail
+
+
+def _listening_socket_under_run():
+    """A unix socket listening where host services keep theirs (``/run``); None where this
+    user may not make one there."""
+    path = f"/run/cudal1-sandbox-probe-{os.getpid()}.sock"
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.bind(path)
+    except OSError:
+        s.close()
+        return None, path
+    s.listen(1)
+    s.settimeout(0.5)
+    return s, path
+
+
+@needs_bwrap
+def test_the_hosts_unix_sockets_cannot_be_reached(monkeypatch, tmp_path):
+    """A read-only mount does not stop a connect(): a service's socket in the system folders
+    (a container runtime's, D-Bus, a database's) would take requests from C code of a candidate
+    (no audit event). The sandbox covers each with /dev/null."""
+    listener, path = _listening_socket_under_run()
+    if listener is None:
+        pytest.skip("cannot make a unix socket under /run here")
+    try:
+        verdict, _ = _run(f'''
+so = importlib.import_module("socket")
+c = so.socket(so.AF_UNIX, so.SOCK_STREAM)
+try:
+    c.connect("{path}")
+    c.sendall(b"GET /containers/json HTTP/1.0\\r\\n\\r\\n")
+    raise RuntimeError("CONNECTED")
+except OSError:
+    pass
+''', monkeypatch, tmp_path)
+        with pytest.raises(socket.timeout):
+            listener.accept()
+    finally:
+        listener.close()
+        os.unlink(path)
+    assert verdict.accepted, (verdict.reason, verdict.detail)   # its connect() was refused

@@ -12,7 +12,9 @@ A candidate's worker (``harness/worker.py``) is started as ``bwrap ... python -m
   project and data folders) and ``/var/tmp`` hidden behind empty private ones, with what it needs
   there (Python, its packages, this package, CUDA, the paths of its environment) bound back
   read-only; a private ``/dev/shm``, and read-write only the folders it is given (its work
-  folder, its build folder, compiler caches);
+  folder, its build folder, compiler caches); the host's unix sockets in the system folders
+  (a container runtime's, D-Bus, a database's) covered with ``/dev/null``, since a read-only
+  mount does not stop a ``connect()``;
 * the environment cleared to an allowlist (``scrubbed_env``): no API keys, no cache secret;
 * the GPU's device files (``/dev/nvidia*``) bound in where the verification is on a GPU.
 
@@ -27,8 +29,10 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import stat
 import subprocess
 import threading
+import time
 
 from ..log import logger
 from ..options import env
@@ -46,6 +50,17 @@ _ALLOW_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "TORCH_", "TORCHINDUCTOR_", "TRITO
 _DENY_WORDS = ("TOKEN", "SECRET", "KEY", "PASSWORD", "CREDENTIAL")
 _HIDDEN = ("~/.ssh", "~/.gnupg", "~/.aws", "~/.azure", "~/.config/gcloud", "~/.kube", "~/.docker",
            "~/.netrc", "~/.git-credentials", "~/.pypirc", "~/.config/gh")
+
+# Unix sockets of the host's services (a container runtime's, D-Bus, a database's or the Redis
+# tier's) live in the system folders the sandbox shows read-only, and a read-only mount does not
+# stop a connect(): C code of a candidate (no audit event) could talk to them. Each one found
+# (folder, depth) is covered with /dev/null. The NVIDIA driver's own helpers stay.
+_SOCKET_ROOTS = (("/run", 6), ("/var", 3), ("/opt", 2), ("/etc", 1))
+_SOCKET_SKIP = ("/var/lib/docker", "/var/lib/containerd", "/var/lib/dpkg", "/var/lib/apt",
+                "/var/cache", "/var/log")
+_SOCKET_SCAN_MAX = 20000     # entries looked at, at most
+_SOCKET_SCAN_TTL_S = 30.0    # a scan serves the workers started within this long
+_sockets: dict = {}
 
 _probe_lock = threading.Lock()
 _probe: dict = {}
@@ -179,6 +194,40 @@ def _needed(extra: list[str]) -> list[str]:
     return sorted(out.items(), key=lambda kv: len(kv[0]))
 
 
+def _host_sockets() -> list[str]:
+    """Unix sockets under the system folders the sandbox shows (``_SOCKET_ROOTS``)."""
+    now = time.monotonic()
+    if _sockets and now - _sockets["at"] < _SOCKET_SCAN_TTL_S:
+        return _sockets["found"]
+    found: list[str] = []
+    seen = [0]
+
+    def walk(d: str, depth: int) -> None:
+        if depth < 0 or seen[0] > _SOCKET_SCAN_MAX or d.startswith(_SOCKET_SKIP):
+            return
+        try:
+            it = os.scandir(d)
+        except OSError:
+            return
+        with it:
+            for e in it:
+                seen[0] += 1
+                try:
+                    if e.is_dir(follow_symlinks=False):
+                        walk(e.path, depth - 1)
+                    elif not e.is_file(follow_symlinks=False) and not e.is_symlink() and \
+                            stat.S_ISSOCK(e.stat(follow_symlinks=False).st_mode) and \
+                            "nvidia" not in e.path:
+                        found.append(e.path)
+                except OSError:
+                    continue
+
+    for root, depth in _SOCKET_ROOTS:
+        walk(root, depth)
+    _sockets.update(at=now, found=found)
+    return found
+
+
 def wrap(argv: list[str], *, chdir: str, writable: list[str], gpu: bool,
          readable: list[str] | None = None) -> list[str]:
     """``argv`` to be run inside the sandbox: ``writable`` folders (created if missing) are
@@ -203,6 +252,9 @@ def wrap(argv: list[str], *, chdir: str, writable: list[str], gpu: bool,
             args += ["--tmpfs", p]
         elif os.path.exists(p):
             args += ["--ro-bind", "/dev/null", p]
+    for sock in _host_sockets():
+        if not (sock + "/").startswith(under):
+            args += ["--ro-bind", "/dev/null", sock]
     if gpu:
         for dev in _gpu_devices():
             args += ["--dev-bind", dev, dev]
