@@ -5,15 +5,23 @@ runs nothing else, save a few batches of the reference before the candidate is i
 the judge asks (``calibrate`` in the setup: it times the worker's harness on them). They share:
 
 * two pipes: requests to the worker, replies to the judge. A message is an 8-byte little-endian
-  length and that many bytes of JSON. The worker's process is the candidate's, so every reply is
-  untrusted data: the judge bounds its size, parses it strictly and takes nothing in it as a
-  verdict;
+  length, a 32-byte tag and that many bytes of JSON. The worker's process is the candidate's, so
+  every reply is untrusted data: the judge bounds its size, parses it strictly and takes nothing
+  in it as a verdict. Its facts must at least come from the harness: a reply's tag is a keyed
+  BLAKE2b of the reply and its number in the sequence (``Signer``), under a key the judge sends
+  in the setup, before any candidate code is imported, and the worker keeps out of the
+  candidate's reach (only through its own frame). Candidate code holds the reply pipe's number
+  all the same: it could write a reply of its own there (``os.write`` raises no audit event),
+  or put its own pipe in the harness's place (``os.dup2``), but not tag one, and a real reply
+  held back and sent later carries the wrong number;
 * one shared-memory file (``memfd``) of output slots: call ``i`` of a batch copies its outputs,
   the moment it returns, into slot ``i`` (each output at a fixed, aligned offset, in logical
   order), where the judge reads them itself.
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import select
@@ -21,19 +29,44 @@ import time
 
 MAX_MESSAGE = 64 << 20       # bytes; a longer reply is a protocol violation
 ALIGN = 64                   # bytes; every output starts at a multiple of this in its slot
+TAG_BYTES = 32
+# Bound when the module is imported, before any candidate code runs: replacing
+# ``hashlib.blake2b`` or ``json.dumps`` later leaves the harness's own copies of these.
+_blake2b = hashlib.blake2b
+_dumps = json.dumps
 
 
 class ProtocolError(Exception):
     """The other side sent something that is not a message, or hung up."""
 
 
+class Forged(ProtocolError):
+    """A reply whose tag is not the harness's."""
+
+
 class Timeout(Exception):
     """No message within the time allowed."""
 
 
-def send(fd: int, obj) -> None:
-    data = json.dumps(obj, default=str).encode()
-    buf = len(data).to_bytes(8, "little") + data
+class Signer:
+    """Tags (in the worker) or checks (in the judge) one worker's replies, in order."""
+
+    def __init__(self, key: bytes):
+        self.key, self.count = key, 0
+
+    def tag(self, data: bytes) -> bytes:
+        self.count += 1
+        return _blake2b(self.count.to_bytes(8, "little") + data, key=self.key,
+                        digest_size=TAG_BYTES).digest()
+
+
+def send(fd: int, obj, signer: Signer | None = None) -> None:
+    """Send ``obj``; tagged where a ``signer`` is given (the worker's replies), else with an
+    empty tag (the judge's requests; the audit hook's report of a violation, which only ever
+    rejects)."""
+    data = _dumps(obj, default=str).encode()
+    tag = signer.tag(data) if signer is not None else bytes(TAG_BYTES)
+    buf = len(data).to_bytes(8, "little") + tag + data
     view = memoryview(buf)
     while view:
         n = os.write(fd, view)
@@ -55,17 +88,25 @@ def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
     return b"".join(parts)
 
 
-def recv(fd: int, timeout_s: float | None = None):
+def recv(fd: int, timeout_s: float | None = None, signer: Signer | None = None):
     """The next message; ``Timeout`` after ``timeout_s`` seconds, ``ProtocolError`` on EOF or a
-    malformed message."""
+    malformed message. With a ``signer``, a message whose tag is not the next one's is
+    ``Forged``, unless it reports a violation (which can only reject its sender)."""
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     n = int.from_bytes(_read_exact(fd, 8, deadline), "little")
     if n > MAX_MESSAGE:
         raise ProtocolError(f"a message of {n} bytes (at most {MAX_MESSAGE})")
+    tag = _read_exact(fd, TAG_BYTES, deadline)
+    data = _read_exact(fd, n, deadline)
     try:
-        return json.loads(_read_exact(fd, n, deadline))
+        obj = json.loads(data)
     except ValueError as e:
         raise ProtocolError(f"not JSON: {e}") from None
+    if signer is not None and not hmac.compare_digest(signer.tag(data), tag):
+        if isinstance(obj, dict) and set(obj) == {"violation"}:
+            return obj
+        raise Forged("a reply the harness did not write (its tag does not match)")
+    return obj
 
 
 def aligned(n: int) -> int:

@@ -72,7 +72,13 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
     # of calls.py or protocol.py swapped for one call (and put back) changes nothing they run
     private = calls.sealed()
     Inputs, Runner, Slots, quiet_cpu = (private[k] for k in ("Inputs", "Runner", "Slots", "quiet_cpu"))
-    send, recv = (guards.private(protocol)[k] for k in ("send", "recv"))
+    proto = guards.private(protocol)
+    send_as, recv = proto["send"], proto["recv"]
+    # Replies are tagged under the judge's key (protocol.py); the key stays in this frame.
+    signer = proto["Signer"](bytes.fromhex(setup.pop("key", "")))
+
+    def send(fd: int, obj) -> None:
+        send_as(fd, obj, signer)
 
     def fail(where: str, e: BaseException) -> int:
         send(rep_fd, {"error": {"where": where, "type": type(e).__name__,
@@ -99,6 +105,9 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
         import torch._dynamo  # noqa: F401 - rebinds some torch functions when first imported
     settings = global_settings.snapshot()
     slots = Slots(slot_fd, int(setup["slots"]), setup["specs"], device)
+    # Mapped now, the file itself is let go: candidate code could map it again through its
+    # number and write a call's slot after the harness copied the call's outputs there.
+    os.close(slot_fd)
     if setup.get("calibrate"):
         # The judge times this process's harness on the reference before any candidate code
         # is here, so that it knows what the harness costs in this process, not in its own.
@@ -111,8 +120,8 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
     run_batch = Runner.run
 
     def violation(detail: str) -> None:
-        try:
-            send(rep_fd, {"violation": detail})
+        try:   # untagged: the audit hook holds this function, and a violation only rejects
+            send_as(rep_fd, {"violation": detail})
         finally:
             os._exit(0)
 

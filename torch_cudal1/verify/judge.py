@@ -49,13 +49,13 @@ import torch
 from .. import global_settings
 from ..contracts import Timing, Verdict
 from ..harness import protocol
-from ..harness.calls import (Inputs, Runner, Slots, flatten, memfd, mix, output_specs, quiet_cpu,
-                             refill)
+from ..harness.calls import (Inputs, Runner, Slots, fingerprint, flatten, memfd, mix, output_specs,
+                             quiet_cpu, refill)
 from ..harness.errors import classify_exception, classify_reported
 from ..harness.real_inputs import clone_layout
 from ..harness.state import ModuleState
 from ..task import TENSORS_FILE, load_source
-from . import cudnn_tf32, host_load, loaded_builds, os_sandbox
+from . import cudnn_tf32, freeze, host_load, loaded_builds, os_sandbox
 from .compare import ELEM_TOL, SLACK, compare, tolerances
 from .float64_trust import distrust
 from .host_load import OthersClock
@@ -140,6 +140,7 @@ class Worker:
         self.judge = judge
         self.slot_fd = memfd(0)   # sized once the reference's outputs are known (setup)
         self.slots = None
+        self.signer = protocol.Signer(os.urandom(32))   # its replies' tags (protocol.py)
         self.proc = None
         self.scoped = None
         self.wall_ping = 0.0
@@ -172,7 +173,7 @@ class Worker:
         _, slot_bytes = protocol.layout(specs)
         os.ftruncate(self.slot_fd, max(count * slot_bytes, 1))
         self.slots = Slots(self.slot_fd, count, specs, "cpu")
-        protocol.send(self.req, setup)
+        protocol.send(self.req, {**setup, "key": self.signer.key.hex()})
         when = "building the reference" if setup.get("calibrate") else "while importing and building"
         reply, _ = self._reply(timeout_s, when)
         return reply
@@ -209,11 +210,14 @@ class Worker:
                 wait = self._wait_building(timeout_s, build_until)
                 if not wait:
                     raise protocol.Timeout(when)
-            reply = protocol.recv(self.rep, wait)
+            reply = protocol.recv(self.rep, wait, self.signer)
         except protocol.Timeout:
             self.kill()
             waited = time.perf_counter() - t0
             raise Reject("timeout", f"no answer {when} within {waited:.0f} s") from None
+        except protocol.Forged as e:
+            self.kill()
+            raise Reject("timer_tampering", f"{when}: {e}") from None
         except protocol.ProtocolError as e:
             rc = self.proc.poll() if self.proc else None
             if rc is None:
@@ -393,17 +397,28 @@ class Judge:
         return False
 
     # -- the candidate's calls ----------------------------------------------------------------
-    def _outputs(self, k: int, rec: dict, like):
+    def _outputs(self, k: int, rec: dict, like, what: str):
         """Call ``k``'s outputs as the judge's own tensors (copied out of shared memory at once:
         the worker could write there later), shaped like the reference's answer ``like``."""
         vals = []
         for i, (m, r) in enumerate(zip(rec["outputs"], flatten(like))):
             if m.get("copied"):
                 t = self.worker.slots.view(k, i).clone()
+                self.handed_over(t, m, what, i)
                 vals.append(t.to(self.device) if self.on_device(t) else t)
             else:
                 vals.append(m.get("value"))
         return vals
+
+    @staticmethod
+    def handed_over(slot: torch.Tensor, m: dict, what: str, i: int) -> None:
+        """The slot holds what the worker's harness copied there the moment the call returned
+        (its fingerprint then is in the call's record). Anything written there later (code the
+        candidate left to run after its call, a process of its own mapping the slots) is not
+        what its caller got."""
+        if fingerprint(slot) != m.get("fp"):
+            raise Reject("async_work", f"{what}: output {i} in its slot is not what the call "
+                                       "returned: it was written after the harness copied it")
 
     def on_device(self, t) -> bool:
         return self.device.startswith("cuda") and nbytes(t) <= self.move_budget
@@ -506,7 +521,7 @@ class Judge:
             reply, wall = self.worker.batch(calls, timeout_s, f"in {whats[0]}", build_until)
         recs = self.batch_facts(reply, whats, like)
         self.guard(f"after {whats[-1]}")
-        outs = [self._outputs(k, rec, like) for k, rec in enumerate(recs)]
+        outs = [self._outputs(k, rec, like, whats[k]) for k, rec in enumerate(recs)]
         # An output that is its input's memory (as the reference's is, facts() saw to that)
         # changes when the harness refills that input and is shared by calls on the same input.
         later = [(k, i) for k, i in reply.get("changed_later") or ()
@@ -987,8 +1002,12 @@ class Judge:
         per_call_s = self.ref_call_s
         warm = True
         deadline = time.perf_counter() + budget
+        # the candidate's processes run during their own batches only: stopped while the
+        # reference is timed and while their outputs are read (freeze.py)
+        held = freeze.Freezer(self.worker.proc.pid if self.worker.proc else None, host)
         with self._reference_runner() as (ref_runner, ref_slots), self.lock.exclusive(), \
-                quiet_cpu(host):
+                quiet_cpu(host), held:
+            held.stop()
             while True:
                 # a batch about a twelfth of the budget long, and at least 30 ms where calls
                 # are quick, so that a host's hiccup (a late wake-up) is small beside it
@@ -1003,10 +1022,12 @@ class Judge:
                 if ref_rep.get("error"):
                     e = ref_rep["error"]
                     raise RuntimeError(f"the reference failed while timed: {e.get('text')}")
+                held.cont()
                 others.start()
                 reply, w_c = self.worker.batch(calls, self.call_timeout(size, w_r),
                                                f"in {whats[0]}")
                 busy_s = others.others_s()
+                held.stop()
                 recs = self.batch_facts(reply, whats, self.ref_specs_like)
                 switches += int(reply.get("involuntary_switches") or 0) if not warm else 0
                 picked = set(range(size)) if warm else set(
@@ -1156,10 +1177,13 @@ class Judge:
             for i, s in enumerate(self.specs):
                 if s is None or not recs[k]["outputs"][i].get("copied"):
                     continue
+                c = self.worker.slots.view(k, i)
+                # read while the candidate's processes are stopped (_time_run)
+                self.handed_over(c, recs[k]["outputs"][i], whats[k], i)
                 dt = getattr(torch, s["dtype"])
                 if not dt.is_floating_point:
                     continue
-                c = self.worker.slots.view(k, i).reshape(-1)
+                c = c.reshape(-1)
                 r = ref_slots.view(k, i).reshape(-1)
                 if not c.numel():
                     continue
@@ -1176,7 +1200,7 @@ class Judge:
                                                  "from the reference's answer to the same input")
         for k in sorted(picked):
             exp = self.reference(self._timed_inputs(calls, k))
-            got = self._outputs(k, recs[k], like)
+            got = self._outputs(k, recs[k], like, whats[k])
             reason, detail, stats = self.cmp(exp[0], got, exp[1])
             if reason != "ok":
                 raise Reject("stale_output" if reason == "mismatch" else reason,
