@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.foreign_load import TASK, _verify  # noqa: E402
-from benchmarks.revisions import rows_at  # noqa: E402
+from benchmarks.revisions import measured  # noqa: E402
 
 FAULTS = TASK + '''
 
@@ -73,21 +73,13 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/heap_regime/cpu"))
     ap.add_argument("--repeat", type=int, default=4)
-    ap.add_argument("--against", default="", help="a git revision measured the same way, "
-                    "in the same run")
-    ap.add_argument("--rows-only", action="store_true", help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
-    if args.rows_only:
-        print(json.dumps(measure(args.repeat)))
+    done = measured(ap, Path(__file__), lambda a: measure(a.repeat), argv)
+    if done is None:
         return 0
+    args, runs = done
+    head = runs[0][0]
     from torch_cudal1.verify.heap import HEAP_ENV
-    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                          capture_output=True, text=True).stdout.strip() or "this tree"
     fresh = {"default heap": _fresh_process({}), "the verifier's heap": _fresh_process(HEAP_ENV)}
-    runs = [(head, measure(args.repeat))]
-    if args.against:
-        runs.append((args.against, rows_at(args.against, Path(__file__),
-                                           ["--rows-only", "--repeat", str(args.repeat)])))
     import torch
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

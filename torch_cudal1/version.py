@@ -1,3 +1,5 @@
+# 0.2.3: output slots fingerprinted, replies tagged, elements below an output's scale compared,
+#        the candidate's processes stopped while the reference is timed, host sockets hidden
 # 0.2.2: nothing of a candidate's runs after its call returns (modes, gc callbacks, ATen kernel
 #        overrides, result subclasses are timer_tampering); the worker's loop in private copies
 # 0.2.1: CUDA-graph wrappers take calls switching between inference_mode and no_grad; the
@@ -5,6 +7,6 @@
 # 0.2.0: verified by a judge out of the candidate's process, candidates in an OS sandbox, float32 tolerance by the user's precision
 # 0.1.2: global settings checked and kept to a winner's calls (TF32 candidates)
 # 0.1.1: CUDA-graph wrappers capture with cuBLAS workspaces of their own
-__version__ = "0.2.2"
+__version__ = "0.2.3"
 # Bumped whenever the meaning of a cache entry changes; part of every key.
 CACHE_FORMAT = 1
