@@ -13,7 +13,8 @@ the judge asks (``calibrate`` in the setup: it times the worker's harness on the
   candidate's reach (only through its own frame). Candidate code holds the reply pipe's number
   all the same: it could write a reply of its own there (``os.write`` raises no audit event),
   or put its own pipe in the harness's place (``os.dup2``), but not tag one, and a real reply
-  held back and sent later carries the wrong number;
+  held back and sent later carries the wrong number. The judge's requests after the setup are
+  tagged the same way (another person string), so that none is rewritten on its way in;
 * one shared-memory file (``memfd``) of output slots: call ``i`` of a batch copies its outputs,
   the moment it returns, into slot ``i`` (each output at a fixed, aligned offset, in logical
   order), where the judge reads them itself.
@@ -49,21 +50,22 @@ class Timeout(Exception):
 
 
 class Signer:
-    """Tags (in the worker) or checks (in the judge) one worker's replies, in order."""
+    """Tags or checks one direction's messages, in order: the worker's replies (``b"reply"``)
+    and the judge's requests after the setup (``b"request"``), which candidate code could
+    otherwise rewrite on their way in (``os.dup2`` on the request pipe)."""
 
-    def __init__(self, key: bytes):
-        self.key, self.count = key, 0
+    def __init__(self, key: bytes, direction: bytes = b"reply"):
+        self.key, self.direction, self.count = key, direction, 0
 
     def tag(self, data: bytes) -> bytes:
         self.count += 1
         return _blake2b(self.count.to_bytes(8, "little") + data, key=self.key,
-                        digest_size=TAG_BYTES).digest()
+                        person=self.direction, digest_size=TAG_BYTES).digest()
 
 
 def send(fd: int, obj, signer: Signer | None = None) -> None:
-    """Send ``obj``; tagged where a ``signer`` is given (the worker's replies), else with an
-    empty tag (the judge's requests; the audit hook's report of a violation, which only ever
-    rejects)."""
+    """Send ``obj``; tagged where a ``signer`` is given, else with an empty tag (the setup,
+    which carries the key; the audit hook's report of a violation, which only ever rejects)."""
     data = _dumps(obj, default=str).encode()
     tag = signer.tag(data) if signer is not None else bytes(TAG_BYTES)
     buf = len(data).to_bytes(8, "little") + tag + data
@@ -105,7 +107,8 @@ def recv(fd: int, timeout_s: float | None = None, signer: Signer | None = None):
     if signer is not None and not hmac.compare_digest(signer.tag(data), tag):
         if isinstance(obj, dict) and set(obj) == {"violation"}:
             return obj
-        raise Forged("a reply the harness did not write (its tag does not match)")
+        raise Forged(f"a {signer.direction.decode()} the verifier did not write (its tag does "
+                     "not match)")
     return obj
 
 

@@ -73,12 +73,23 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
     private = calls.sealed()
     Inputs, Runner, Slots, quiet_cpu = (private[k] for k in ("Inputs", "Runner", "Slots", "quiet_cpu"))
     proto = guards.private(protocol)
-    send_as, recv = proto["send"], proto["recv"]
-    # Replies are tagged under the judge's key (protocol.py); the key stays in this frame.
-    signer = proto["Signer"](bytes.fromhex(setup.pop("key", "")))
+    send_as, recv_as = proto["send"], proto["recv"]
+    # Replies are tagged, and requests checked, under the judge's key (protocol.py); the key
+    # stays in this frame.
+    key = bytes.fromhex(setup.pop("key", ""))
+    signer, req_signer = proto["Signer"](key, b"reply"), proto["Signer"](key, b"request")
+    del key
 
     def send(fd: int, obj) -> None:
         send_as(fd, obj, signer)
+
+    def recv(fd: int):
+        try:
+            return recv_as(fd, None, req_signer)
+        except protocol.Forged:   # a ProtocolError: it ends the loop
+            send(rep_fd, {"tampered": "a request the judge did not send reached the harness "
+                                      "(its tag does not match: the request pipe was rewritten)"})
+            raise
 
     def fail(where: str, e: BaseException) -> int:
         send(rep_fd, {"error": {"where": where, "type": type(e).__name__,

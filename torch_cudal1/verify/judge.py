@@ -140,7 +140,8 @@ class Worker:
         self.judge = judge
         self.slot_fd = memfd(0)   # sized once the reference's outputs are known (setup)
         self.slots = None
-        self.signer = protocol.Signer(os.urandom(32))   # its replies' tags (protocol.py)
+        key = os.urandom(32)   # its replies' and our requests' tags (protocol.py)
+        self.signer, self.req_signer = protocol.Signer(key), protocol.Signer(key, b"request")
         self.proc = None
         self.scoped = None
         self.wall_ping = 0.0
@@ -180,7 +181,7 @@ class Worker:
 
     def import_candidate(self, timeout_s: float) -> dict:
         """After the harness's calibration on the reference: import and build the candidate."""
-        protocol.send(self.req, {"op": "import"})
+        protocol.send(self.req, {"op": "import"}, self.req_signer)
         reply, _ = self._reply(timeout_s, "while importing and building")
         return reply
 
@@ -239,23 +240,26 @@ class Worker:
         if "violation" in reply:
             self.kill()
             raise Reject("forbidden_call", str(reply["violation"])[:500])
+        if "tampered" in reply:
+            self.kill()
+            raise Reject("timer_tampering", f"{when}: {str(reply['tampered'])[:500]}")
         return reply, wall
 
     def batch(self, calls: list[dict], timeout_s: float, when: str,
               build_until: float | None = None):
         t0 = time.perf_counter()
-        protocol.send(self.req, {"op": "batch", "calls": calls})
+        protocol.send(self.req, {"op": "batch", "calls": calls}, self.req_signer)
         reply, _ = self._reply(timeout_s, when, build_until)
         return reply, time.perf_counter() - t0
 
     def rebound(self) -> list:
-        protocol.send(self.req, {"op": "check"})
+        protocol.send(self.req, {"op": "check"}, self.req_signer)
         reply, _ = self._reply(60.0, "checking its process")
         return [str(r) for r in reply.get("rebound") or []]
 
     def ping(self) -> float:
         t0 = time.perf_counter()
-        protocol.send(self.req, {"op": "ping"})
+        protocol.send(self.req, {"op": "ping"}, self.req_signer)
         self._reply(30.0, "answering a ping")
         return time.perf_counter() - t0
 
@@ -275,7 +279,7 @@ class Worker:
     def close(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             try:
-                protocol.send(self.req, {"op": "bye"})
+                protocol.send(self.req, {"op": "bye"}, self.req_signer)
                 self.proc.wait(timeout=5)
             except (OSError, subprocess.TimeoutExpired):
                 pass
