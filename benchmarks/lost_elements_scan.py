@@ -68,7 +68,8 @@ def scan_task(row: dict, limit_s: float, max_elements: int) -> dict:
     except TaskTimeout:
         return {**out, "skipped": f"over {limit_s:.0f} s"}
     except Exception as e:  # noqa: BLE001 - a task that does not run here is listed, not scanned
-        return {**out, "skipped": f"{type(e).__name__}: {str(e)[:120]}"}
+        first = (str(e).strip().splitlines() or [""])[0]
+        return {**out, "skipped": f"{type(e).__name__}: {first[:120]}"}
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         torch._dynamo.reset()
