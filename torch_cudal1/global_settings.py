@@ -261,6 +261,32 @@ def scoped(model, before: dict):
     return Scoped(model, own), changes
 
 
+def process_switches() -> dict:
+    """Process-wide switches outside the numerics table (which a winner's calls are scoped to):
+    thread counts, flushing subnormals to zero, oneDNN, opt_einsum. A candidate may not leave
+    them changed, at import or by its calls: served, it would change them for the rest of the
+    user's program (``switches_moved``)."""
+    out = {"num_threads": torch.get_num_threads(),
+           "num_interop_threads": torch.get_num_interop_threads(),
+           # no getter: a subnormal times one comes back as zero where they are flushed
+           "flush_denormal": bool((torch.tensor([1e-39]) * 1.0).item() == 0.0)}
+    try:
+        out["mkldnn.enabled"] = bool(torch._C._get_mkldnn_enabled())
+    except Exception:  # noqa: BLE001 - not on this build
+        pass
+    opt = getattr(torch.backends, "opt_einsum", None)
+    if opt is not None and hasattr(opt, "enabled"):
+        out["opt_einsum.enabled"] = bool(opt.enabled)
+    return out
+
+
+def switches_moved(before: dict) -> str:
+    """'' where ``process_switches()`` is still ``before``, else which moved, described."""
+    now = process_switches()
+    return ", ".join(f"{k} {before.get(k)!r} -> {v!r}" for k, v in now.items()
+                     if before.get(k) != v)
+
+
 def leaks(before: dict) -> dict:
     """Settings that differ from ``before`` now (after a module's calls)."""
     return diff(before, snapshot())

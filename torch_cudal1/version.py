@@ -1,5 +1,6 @@
-# 0.2.3: output slots fingerprinted, replies tagged, elements below an output's scale compared,
-#        the candidate's processes stopped while the reference is timed, host sockets hidden
+# 0.2.3: output slots fingerprinted, messages tagged, elements below an output's scale compared,
+#        the candidate's processes stopped while the reference is timed, host sockets hidden,
+#        ctypes calls judged by the symbol they land on, process-wide switches tracked
 # 0.2.2: nothing of a candidate's runs after its call returns (modes, gc callbacks, ATen kernel
 #        overrides, result subclasses are timer_tampering); the worker's loop in private copies
 # 0.2.1: CUDA-graph wrappers take calls switching between inference_mode and no_grad; the

@@ -42,7 +42,11 @@ _FRAME_ATTRS = {"tb_frame", "gi_frame", "cr_frame", "ag_frame"}
 # standard-library functions that hand frames to their caller (others, like logging's and
 # warnings' look at the caller's name, take one and keep it)
 _FRAME_GIVERS = {"currentframe", "stack", "trace", "getouterframes", "getinnerframes",
-                 "walk_stack", "walk_tb"}
+                 "walk_stack", "walk_tb", "set_trace", "<lambda>"}   # logging.currentframe
+# Trace and profile functions are handed every frame of their thread: whoever asked for one,
+# through any standard-library code (bdb's set_trace, threading.settrace's hook run when a
+# thread starts), is judged, not the standard-library code that made the call.
+_TRACE_EVENTS = {"sys.settrace", "sys.setprofile"}
 # attributes that give a function another behaviour under its old name
 _FUNC_BODY = {"__code__", "__defaults__", "__kwdefaults__"}
 _HARNESS_ROOT = os.path.realpath(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
@@ -88,12 +92,16 @@ def _where(code) -> str:
     return "stdlib" if real.startswith(_STDLIB) else "candidate"
 
 
-def _frame_taken_by_candidate() -> bool:
+def _frame_taken_by_candidate(event: str = "") -> bool:
     """The code that raised the event (or, for a standard-library function that hands frames
     back, the code that called it) is the candidate's."""
     f = sys._getframe(2)   # _frame_taken_by_candidate <- hook <- the code that raised the event
     if f is None:
         return False
+    if event in _TRACE_EVENTS:
+        while f is not None and _where(f.f_code) == "stdlib":
+            f = f.f_back
+        return f is None or _where(f.f_code) == "candidate"   # no library asked for it
     where = _where(f.f_code)
     if where == "stdlib" and f.f_code.co_name in _FRAME_GIVERS:
         g = f.f_back
@@ -128,7 +136,47 @@ _LIBC_DANGER = {"system", "popen", "fork", "vfork", "clone", "clone3", "daemon",
                 "sendto", "sendmsg", "send", "syscall", "unlink", "unlinkat", "link", "linkat",
                 "symlink", "symlinkat", "truncate", "ftruncate", "mkdir", "mkdirat", "rename",
                 "renameat", "open", "open64", "openat", "creat", "fopen", "ptrace", "dlopen",
-                "mprotect", "process_vm_writev", "prctl", "unshare", "setns", "mount", "chroot"}
+                "mprotect", "process_vm_writev", "prctl", "unshare", "setns", "mount", "chroot",
+                # any other symbol by name or address, raw memory, the process's heap policy
+                "dlsym", "dlvsym", "dladdr", "dladdr1", "dlmopen", "__libc_dlsym",
+                "__libc_dlopen_mode", "memcpy", "memmove", "memset", "bcopy", "mmap", "mmap64",
+                "munmap", "mremap", "madvise", "mallopt", "malloc_trim", "dup2", "dup3"}
+
+
+_DLADDR: list = []
+
+
+def _bind_dladdr() -> None:
+    """libc's dladdr, bound before the hook is installed (its own calls then raise nothing
+    the hook judges)."""
+    try:
+        import ctypes
+
+        class _Info(ctypes.Structure):
+            _fields_ = [("fname", ctypes.c_char_p), ("fbase", ctypes.c_void_p),
+                        ("sname", ctypes.c_char_p), ("saddr", ctypes.c_void_p)]
+        fn = ctypes.CDLL(None).dladdr
+        fn.restype, fn.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(_Info)]
+        _DLADDR[:] = [fn, _Info, ctypes.byref]
+    except Exception:  # noqa: BLE001 - no dladdr: calls are judged by name at lookup only
+        _DLADDR[:] = []
+
+
+def _bare(name: str) -> str:
+    """A libc symbol without the prefixes of its internal aliases (``__libc_fork``, ``__socket``
+    are ``fork``, ``socket``)."""
+    return name.removeprefix("__libc_").lstrip("_") if name.startswith("__") else name
+
+
+def _symbol_at(addr) -> str:
+    """The exported symbol at address ``addr`` ('' where none is known)."""
+    if not _DLADDR or not isinstance(addr, int):
+        return ""
+    fn, info_t, byref = _DLADDR
+    info = info_t()
+    if not fn(addr, byref(info)) or not info.sname or info.saddr != addr:
+        return ""
+    return info.sname.decode(errors="replace")
 
 
 def install(allowed_write_roots: list[str], on_violation, shared: bool = True) -> None:
@@ -143,8 +191,10 @@ def install(allowed_write_roots: list[str], on_violation, shared: bool = True) -
     in_hook = [False]
     # Events the hook judges; everything else (frame attribute reads fire ``object.__getattr__``
     # dozens of times per call of a model) returns at the first line.
+    _bind_dladdr()
     watched = frozenset(_PROC_EVENTS | _NET_EVENTS | _GC_EVENTS | set(_FS_EVENTS) | _FRAME_EVENTS | {
         "object.__setattr__", "object.__getattr__", "ctypes.dlsym", "ctypes.dlopen", "open",
+        "ctypes.call_function",
         "ctypes.cdata", "ctypes.string_at", "ctypes.wstring_at"})
 
     def hook(event: str, args) -> None:
@@ -170,7 +220,7 @@ def install(allowed_write_roots: list[str], on_violation, shared: bool = True) -
                 if not _caller_is_library():
                     on_violation(f"setting {getattr(args[0], '__qualname__', '?')}.{args[1]}")
             elif event in _FRAME_EVENTS or event == "object.__getattr__":
-                if _frame_taken_by_candidate():
+                if _frame_taken_by_candidate(event):
                     what = args[1] if event == "object.__getattr__" else event
                     on_violation(f"frame introspection ({what}): the harness's objects are out "
                                  "of the candidate's reach")
@@ -180,11 +230,19 @@ def install(allowed_write_roots: list[str], on_violation, shared: bool = True) -
                     on_violation(f"{event}: memory at a raw address")
             elif event == "ctypes.dlsym":
                 name = args[1] if len(args) > 1 else ""
-                name = name.decode(errors="replace") if isinstance(name, bytes) else str(name)
+                name = _bare(name.decode(errors="replace") if isinstance(name, bytes)
+                             else str(name))
                 if (name in _LIBC_DANGER or name.startswith(("Py", "_Py"))) \
                         and not _caller_is_library():
                     # Python's own C API reaches every object and frame of the process
                     on_violation(f"ctypes: the C function {name}")
+            elif event == "ctypes.call_function":
+                # a call through a function pointer however it was made (an address from a
+                # symbol lookup, a CFUNCTYPE of an integer): judged by the symbol it lands on
+                name = _bare(_symbol_at(args[0])) if args else ""
+                if (name in _LIBC_DANGER or name.startswith(("Py", "_Py"))) \
+                        and not _caller_is_library():
+                    on_violation(f"ctypes: a call of the C function {name}")
             elif event == "ctypes.dlopen":
                 name = str(args[0] if args else "")
                 base = os.path.basename(name)

@@ -275,8 +275,9 @@ class Runner:
     library's. ``settings``: the process settings before the candidate, checked after a batch."""
 
     def __init__(self, model, inputs: Inputs, slots: Slots | None, device: str, *,
-                 state=None, own_file: str | None = None, settings=None):
+                 state=None, own_file: str | None = None, settings=None, switches=None):
         self.model, self.inputs, self.slots, self.device = model, inputs, slots, device
+        self.switches = switches   # global_settings.process_switches() before the import
         self.cuda = str(device).startswith("cuda")
         self.state, self.own_file, self.settings = state, own_file, settings
         self.kept: dict[str, list] = {}
@@ -443,6 +444,12 @@ class Runner:
             leaked = global_settings.leaks(self.settings)
             if leaked:
                 reply["settings_leaked"] = global_settings.describe(leaked)
+        if self.switches is not None:
+            from .. import global_settings
+            moved = global_settings.switches_moved(self.switches)
+            if moved:
+                reply["settings_leaked"] = "; ".join(
+                    x for x in (reply.get("settings_leaked"), moved) if x)
         del kept
         for name in [n for n in self.kept if n.startswith("_")]:   # a batch's own inputs
             del self.kept[name]

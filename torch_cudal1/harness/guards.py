@@ -259,7 +259,9 @@ def private(module) -> dict:
     path = module.__file__
 
     def copy(f):
-        return types.FunctionType(f.__code__, ns, f.__name__, f.__defaults__, f.__closure__)
+        g = types.FunctionType(f.__code__, ns, f.__name__, f.__defaults__, f.__closure__)
+        g.__kwdefaults__ = f.__kwdefaults__   # keyword-only defaults are not the constructor's
+        return g
 
     for k, v in list(ns.items()):
         if isinstance(v, types.FunctionType) and v.__code__.co_filename == path:

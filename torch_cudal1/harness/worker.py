@@ -115,6 +115,7 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
                                          "torch.ops.higher_order.")):
         import torch._dynamo  # noqa: F401 - rebinds some torch functions when first imported
     settings = global_settings.snapshot()
+    switches = global_settings.process_switches()
     slots = Slots(slot_fd, int(setup["slots"]), setup["specs"], device)
     # Mapped now, the file itself is let go: candidate code could map it again through its
     # number and write a call's slot after the harness copied the call's outputs there.
@@ -168,8 +169,9 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
             return fail("reading its state", e)
     phases["build_s"] = round(time.monotonic() - t1, 3)
     runner = Runner(model, Inputs(task, device, real), slots, device, state=state,
-                    own_file=setup["candidate"], settings=settings)
+                    own_file=setup["candidate"], settings=settings, switches=switches)
     send(rep_fd, {"ready": True, "phases": phases, "rebound": changed(snap)[:20],
+                  "switches_moved": global_settings.switches_moved(switches),
                            "scoped": global_settings.describe(changes) if changes else None,
                            "build_dir": os.environ.get("TORCH_EXTENSIONS_DIR")})
     while True:

@@ -744,6 +744,9 @@ class Judge:
         if reply.get("rebound"):
             raise Reject("timer_tampering", "after import and construction: changed "
                                             + ", ".join(sorted(map(str, reply["rebound"]))[:6]))
+        if reply.get("switches_moved"):
+            raise Reject("global_state", "its import or construction changes process-wide "
+                                         "switches: " + str(reply["switches_moved"])[:300])
         self.worker.scoped = reply.get("scoped")
         self.built = loaded_builds.LoadedBuilds(self.build_dir, self.worker.proc.pid,
                                                 WORKER_MODULE, packages=self.trusted)
