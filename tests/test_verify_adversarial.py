@@ -72,6 +72,29 @@ def test_candidate_verdict(path, forkserver, build_cache, monkeypatch):
         assert verdict.detail
 
 
+# The same candidates judged on a GPU (pytest -m gpu): the defences must hold where the
+# outputs come back from device memory and the clock is CUDA's. "# on cuda: reason" in a
+# candidate names its verdict there where it differs from the CPU's.
+ON_CUDA = re.compile(r"# on cuda: (\S+)")
+CPU_ONLY = {"triton_private_caches.py"}   # Triton's interpreter: a CPU-only path
+CUDA_CASES = [p for p in FILES if p.name not in CPU_ONLY]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("path", CUDA_CASES, ids=[p.stem for p in CUDA_CASES])
+def test_candidate_verdict_on_cuda(path, build_cache, monkeypatch):
+    monkeypatch.setenv("CUDA_HOME", os.environ.get("CUDA_HOME", "/usr/local/cuda"))
+    src, task, expect = _case(path)
+    expect = (ON_CUDA.search(src) or re.search(r"(.*)", expect)).group(1)
+    kw = {"timeout_s": 180, "time_budget_s": 0.3, **SETTINGS.get(path.name, {})}
+    verdict, timing = evaluate(task, Candidate(src, origin=f"test:{path.stem}"), device="cuda",
+                               build_cache_dir=build_cache, **kw)
+    assert verdict.reason in expect.split("|"), (verdict.reason, verdict.detail)
+    assert verdict.accepted == (expect == "ok")
+    if expect == "ok":
+        assert timing is not None and timing.median_ms > 0
+
+
 NO_AUDIT = re.compile(r"# without the audit hook: (\S+)")
 BEHIND_THE_HOOK = [p for p in FILES if NO_AUDIT.search(p.read_text())]
 

@@ -7,15 +7,18 @@
 #   kernelbench/  the KernelBench data file
 #   old_verifier/ torch_cudal1 of the revision to compare the cost with
 #   verify_solutions/verdicts.jsonl  verdicts of an earlier call (optional: it resumes from them)
-# STEPS (default "probe tests solutions overhead"), LIMIT (seconds, default 560), WORKERS,
+# STEPS (default "probe host tests solutions overhead"): host runs the sandbox's, the judge's and
+# the adversarial candidates' CPU tests on this host (its kernel, its sockets, its bwrap); tests
+# the verifier's GPU tests and every adversarial candidate judged on CUDA (HOST_JOBS and
+# TESTS_JOBS pytest-xdist workers, default 12 and 6). LIMIT (seconds, default 560), WORKERS,
 # IDS (only these solutions: L1_12,L2_3,...).
 set -u
 LIMIT=${LIMIT:-560}
-STEPS=${STEPS:-probe tests solutions overhead}
+STEPS=${STEPS:-probe host tests solutions overhead}
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 OUT=${OUT:-$PWD/benchmarks/results/gpu-verifier}
 mkdir -p "$OUT"
-[ -x .carry/bwrap/bwrap ] && ! command -v bwrap >/dev/null && export CUDAL1_BWRAP=$PWD/.carry/bwrap/bwrap
+command -v bwrap >/dev/null || { [ -x .carry/bwrap/run ] && export CUDAL1_BWRAP=$PWD/.carry/bwrap/run; }
 export CUDAL1_SANDBOX=${CUDAL1_SANDBOX:-bwrap}
 # one core for timings, the builds on the others
 export CUDAL1_TIMING_CPUS=${CUDAL1_TIMING_CPUS:-0} CUDAL1_WORK_CPUS=${CUDAL1_WORK_CPUS:-1-$(( $(nproc) - 1 ))}
@@ -37,11 +40,20 @@ PY
   cat "$OUT/probe.txt"
 fi
 
+if has host; then
+  timeout ${HOST_S:-200} python3 -m pytest -m "not gpu" -v -p no:cacheprovider -n ${HOST_JOBS:-12} \
+    tests/test_verify_sandbox.py tests/test_verify_freeze.py tests/test_audit_symbols.py \
+    tests/test_verify_judge.py tests/test_process_groups.py tests/test_loaded_builds.py \
+    tests/test_verify_heap.py tests/test_verify_adversarial.py > "$OUT/host_tests.log" 2>&1
+  grep -E "FAILED|ERROR|passed|failed" "$OUT/host_tests.log" | tail -25
+fi
+
 if has tests; then
-  secs=${TESTS_S:-200}
-  timeout $secs python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_verify_gpu.py \
-    tests/test_verify_stateful.py > "$OUT/gpu_tests.log" 2>&1
-  tail -15 "$OUT/gpu_tests.log"
+  secs=${TESTS_S:-240}
+  timeout $secs python3 -m pytest -m gpu -v -p no:cacheprovider -n ${TESTS_JOBS:-6} \
+    tests/test_verify_gpu.py tests/test_verify_stateful.py tests/test_verify_adversarial.py \
+    > "$OUT/gpu_tests.log" 2>&1
+  grep -E "FAILED|ERROR|passed|failed" "$OUT/gpu_tests.log" | tail -40
 fi
 
 if has solutions; then

@@ -17,7 +17,7 @@ class ModelNew(nn.Module):
         self.fc = nn.Linear(in_features, out_features)
 
     def forward(self, x):
-        out = torch.empty(x.shape[0], self.fc.out_features)
+        out = torch.empty(x.shape[0], self.fc.out_features, device=x.device)
         fc = self.fc
 
         def later(o):
