@@ -134,12 +134,12 @@ def test_a_changed_pass_changes_its_hash_and_the_key(monkeypatch):
     before = cache_key(_fields(x))
     changed = dict(rewrites.pass_hashes(), cse=rewrites.hash_sources(cse, read=edited("cse.py")))
     monkeypatch.setattr(rewrites, "pass_hashes", lambda: changed)
-    key_mod.software_versions.cache_clear()
+    key_mod._software_versions.cache_clear()
     try:
         assert cache_key(_fields(x)) != before
     finally:
         monkeypatch.undo()
-        key_mod.software_versions.cache_clear()
+        key_mod._software_versions.cache_clear()
     assert cache_key(_fields(x)) == before
 
 

@@ -2,14 +2,19 @@
 
 A bundle holds ``bundle.json`` (format, exporter's environment, and per entry its key fields,
 file manifest, the hash of its ``meta.json`` and the arbiter's kept decision, if any) and
-``entries/<key>/...``. Import extracts into
-the store's staging area with tarfile's ``data`` filter (no links, devices, absolute paths or
-``..``), checks every file against both the bundle and the entry's own manifest, and only then
-renames the entry into the local cache, where it belongs to the importing user and is trusted.
+``entries/<key>/...``; with a ``remote_secret``, also ``bundle.sig``: an HMAC-SHA256 of
+``bundle.json``, which names every file's hash. Import extracts plain files and directories only
+(``archive``: no links, devices, absolute paths or ``..``, at most ``MAX_ENTRY_BYTES`` per entry)
+into the store's staging area, checks every file against both the bundle and the entry's own
+manifest, and only then renames the entry into the local cache. Its entries stay marked as made
+elsewhere (``imported``): checked against the caller's graph before their first use
+(``foreign``), and their inductor artefacts (pickles) loaded only from a bundle signed with this
+machine's ``remote_secret``.
 """
 from __future__ import annotations
 
 import hashlib
+import hmac
 import io
 import json
 import shutil
@@ -18,10 +23,13 @@ import time
 from pathlib import Path
 
 from ..version import CACHE_FORMAT
+from .archive import UnsafeArchive, extract, plain_members
 from .decisions import read_decision, valid, write_decision
+from .remote import MAX_ENTRY_BYTES
 from .store import META, CacheStore, manifest
 
 BUNDLE_MANIFEST = "bundle.json"
+BUNDLE_SIGNATURE = "bundle.sig"
 BUNDLE_FORMAT = 1
 
 
@@ -33,8 +41,14 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def export_bundle(store: CacheStore, keys: list[str], path: str | Path, environment: dict) -> dict:
-    """Write the (hash-checked) entries ``keys`` into the tar.gz ``path``; return the manifest."""
+def _signature(secret: str, manifest_bytes: bytes) -> str:
+    return hmac.new(secret.encode(), manifest_bytes, hashlib.sha256).hexdigest()
+
+
+def export_bundle(store: CacheStore, keys: list[str], path: str | Path, environment: dict,
+                  secret: str | None = None) -> dict:
+    """Write the (hash-checked) entries ``keys`` into the tar.gz ``path``, signed with ``secret``
+    where given; return the manifest."""
     info = {"bundle_format": BUNDLE_FORMAT, "cache_format": CACHE_FORMAT, "created": time.time(),
             "exported_from": environment, "entries": {}}
     entries = []
@@ -53,9 +67,13 @@ def export_bundle(store: CacheStore, keys: list[str], path: str | Path, environm
     tmp = Path(str(path) + ".tmp")
     with tarfile.open(tmp, "w:gz") as tar:
         blob = json.dumps(info, indent=1, sort_keys=True, default=str).encode()
-        ti = tarfile.TarInfo(BUNDLE_MANIFEST)
-        ti.size, ti.mtime = len(blob), int(time.time())
-        tar.addfile(ti, io.BytesIO(blob))
+        members = [(BUNDLE_MANIFEST, blob)]
+        if secret:
+            members.append((BUNDLE_SIGNATURE, _signature(secret, blob).encode()))
+        for name, data in members:
+            ti = tarfile.TarInfo(name)
+            ti.size, ti.mtime = len(data), int(time.time())
+            tar.addfile(ti, io.BytesIO(data))
         for entry in entries:
             for p in sorted(entry.path.rglob("*")):
                 if p.is_file() and not p.is_symlink():
@@ -65,35 +83,65 @@ def export_bundle(store: CacheStore, keys: list[str], path: str | Path, environm
     return info
 
 
-def read_manifest(path: str | Path) -> dict:
+def _member_bytes(tar: tarfile.TarFile, name: str, limit: int = 64 << 20) -> bytes | None:
+    try:
+        member = tar.getmember(name)
+    except KeyError:
+        return None
+    if not member.isfile() or member.size > limit:
+        raise BundleError(f"{name} is not a plain file of a sane size")
+    return tar.extractfile(member).read()
+
+
+def _read_head(path: str | Path) -> tuple[dict, bytes, bytes | None]:
+    """(manifest, its bytes, the signature's bytes or None)."""
     try:
         with tarfile.open(path, "r:gz") as tar:
-            member = tar.getmember(BUNDLE_MANIFEST)
-            return json.loads(tar.extractfile(member).read())
+            blob = _member_bytes(tar, BUNDLE_MANIFEST)
+            if blob is None:
+                raise KeyError(BUNDLE_MANIFEST)
+            return json.loads(blob), blob, _member_bytes(tar, BUNDLE_SIGNATURE, 1024)
     except (OSError, KeyError, ValueError, tarfile.TarError) as e:
         raise BundleError(f"{path}: not a cudal1 cache bundle ({type(e).__name__}: {e})") from None
 
 
-def import_bundle(store: CacheStore, path: str | Path, *, replace: bool = False) -> list[dict]:
+def read_manifest(path: str | Path) -> dict:
+    return _read_head(path)[0]
+
+
+def import_bundle(store: CacheStore, path: str | Path, *, replace: bool = False,
+                  secret: str | None = None) -> list[dict]:
     """Check and import every entry of the bundle. Returns one report per entry:
-    {key, status: imported | exists | rejected, detail, fields}."""
-    info = read_manifest(path)
+    {key, status: imported | exists | rejected, detail, fields, signed}. ``signed``: the bundle
+    carries a valid signature under ``secret`` (this machine's ``remote_secret``)."""
+    info, blob, sig = _read_head(path)
     if info.get("cache_format") != CACHE_FORMAT:
         raise BundleError(f"{path}: cache format {info.get('cache_format')}, this version reads "
                           f"{CACHE_FORMAT}")
+    signed = bool(secret and sig and hmac.compare_digest(sig.decode(errors="replace"),
+                                                         _signature(secret, blob)))
+    entries = info.get("entries") or {}
     store.tmp.mkdir(parents=True, exist_ok=True)
     work = store.new_staging("import")
     reports = []
     try:
         with tarfile.open(path, "r:gz") as tar:
-            members = [m for m in tar.getmembers() if m.name.startswith("entries/")]
-            tar.extractall(work, members=members, filter="data")
-        for key, want in sorted(info.get("entries", {}).items()):
-            report = _import_one(store, work / "entries" / key, key, want, path, replace)
+            (work / "entries").mkdir()
+            for key in sorted(entries):
+                if not (key and all(c.isalnum() for c in key)):
+                    continue            # rejected below, the rest imported
+                try:
+                    members = plain_members(tar, prefix=f"entries/{key}/",
+                                            max_bytes=MAX_ENTRY_BYTES)
+                    extract(tar, members, work)
+                except UnsafeArchive as e:
+                    raise BundleError(f"{path}: unsafe bundle ({e})") from None
+        for key, want in sorted(entries.items()):
+            report = _import_one(store, work / "entries" / key, key, want, path, replace, signed)
             _import_decision(store, key, want, report, replace)
             reports.append(report)
-    except tarfile.TarError as e:
-        raise BundleError(f"{path}: unreadable bundle ({e})") from None
+    except (tarfile.TarError, EOFError, OSError) as e:
+        raise BundleError(f"{path}: unreadable bundle ({type(e).__name__}: {e})") from None
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return reports
@@ -111,8 +159,9 @@ def _import_decision(store: CacheStore, key: str, want: dict, report: dict, repl
 
 
 def _import_one(store: CacheStore, src: Path, key: str, want: dict, bundle: str | Path,
-                replace: bool) -> dict:
-    report = {"key": key, "fields": want.get("fields"), "environment": want.get("environment")}
+                replace: bool, signed: bool) -> dict:
+    report = {"key": key, "fields": want.get("fields"), "environment": want.get("environment"),
+              "signed": signed}
     if not all(c.isalnum() for c in key) or not src.is_dir():
         return dict(report, status="rejected", detail="entry missing from the bundle")
     try:
@@ -135,9 +184,12 @@ def _import_one(store: CacheStore, src: Path, key: str, want: dict, bundle: str 
     shutil.rmtree(staging)
     shutil.copytree(src, staging, symlinks=False)
     meta["imported"] = {"from": str(bundle), "via": "bundle", "at": time.time(),
-                        "hashes_checked": True, "created_at_source": meta.get("created")}
+                        "hashes_checked": True, "signed": signed,
+                        "created_at_source": meta.get("created")}
     if replace:
         store.remove(key)
     store.commit(key, staging, {k: v for k, v in meta.items()
                                 if k not in ("key", "format", "created", "manifest")})
-    return dict(report, status="imported", detail="hashes checked")
+    return dict(report, status="imported",
+                detail="hashes checked" + ("; signed with this machine's remote_secret" if signed
+                                           else ""))

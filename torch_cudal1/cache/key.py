@@ -12,6 +12,7 @@ import functools
 import hashlib
 import json
 import platform
+import threading
 
 import torch
 
@@ -43,8 +44,19 @@ def device_identity(device: str) -> dict:
     return {"type": dev.type, "name": platform.processor() or platform.machine()}
 
 
-@functools.lru_cache(maxsize=None)
+_VERSIONS_LOCK = threading.Lock()
+
+
 def software_versions() -> dict:
+    """Computed once, by one thread: threads that meet their first graph at once would otherwise
+    import Triton and the rewrite passes side by side, and one that saw an import half done would
+    key the same graph differently, or fail."""
+    with _VERSIONS_LOCK:
+        return _software_versions()
+
+
+@functools.lru_cache(maxsize=None)
+def _software_versions() -> dict:
     try:
         import triton
         triton_version = triton.__version__

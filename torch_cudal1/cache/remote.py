@@ -33,7 +33,7 @@ import socket
 import tarfile
 import threading
 import time
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from ..log import logger
 
@@ -78,23 +78,13 @@ def pack(directory: Path) -> bytes:
 
 def unpack(blob: bytes, dest: Path) -> None:
     """Extract ``blob`` into the (empty) directory ``dest``: plain files and directories only,
-    every name inside ``dest``, bounded size."""
+    every name inside ``dest``, bounded size (``archive``)."""
+    from .archive import UnsafeArchive, extract, plain_members
     try:
         with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
-            members = tar.getmembers()
-            total = 0
-            for m in members:
-                name = PurePosixPath(m.name)
-                if not (m.isfile() or m.isdir()):
-                    raise BadBlob(f"{m.name!r} is not a plain file or directory")
-                if name.is_absolute() or ".." in name.parts:
-                    raise BadBlob(f"{m.name!r} points outside the entry")
-                total += m.size
-                if total > MAX_ENTRY_BYTES:
-                    raise BadBlob("archive larger than the limit")
-            tar.extractall(dest, members=members, filter="data")
-    except BadBlob:
-        raise
+            extract(tar, plain_members(tar, max_bytes=MAX_ENTRY_BYTES), Path(dest))
+    except UnsafeArchive as e:
+        raise BadBlob(str(e)) from None
     except (tarfile.TarError, EOFError, OSError, ValueError) as e:
         raise BadBlob(f"unreadable archive ({type(e).__name__}: {e})") from None
 
@@ -216,6 +206,11 @@ class RemoteTier:
         except ValueError as e:
             logger.warning("remote cache: index of %s is unreadable (%s); ignored", key, e)
             return None
+
+    @property
+    def signs(self) -> bool:
+        """Whether this tier signs uploads and refuses unsigned entries (``remote_secret``)."""
+        return self._secret is not None
 
     def has(self, key: str) -> bool:
         """Whether the server holds an index for ``key`` (nothing is fetched)."""

@@ -58,6 +58,15 @@ class CacheEntry:
         return got if isinstance(got, dict) and got else None
 
     @property
+    def artifacts_trusted(self) -> bool:
+        """Whether inductor's artefacts (``artifacts/inductor-cache.bin``: pickles, code once
+        loaded) may be handed to inductor: for entries made here, or signed with this machine's
+        ``remote_secret``. Another machine's unsigned entry is checked by running its winner,
+        which says nothing of what unpickling its artefacts would do; its winner compiles."""
+        f = self.foreign
+        return f is None or f.get("signed") is True
+
+    @property
     def winner_source(self) -> str:
         return (self.path / WINNER).read_text()
 

@@ -64,6 +64,8 @@ class TieredStore(CacheStore):
             meta["imported"] = {"from": redact_url(self.remote.url), "via": "remote",
                                 "at": time.time(), "blob": (info or {}).get("blob"),
                                 "host": (info or {}).get("host"),
+                                # fetch() refused it unless signed, where a secret is set
+                                "signed": self.remote.signs,
                                 "created_at_source": meta.get("created")}
             tmp = staging / (META + ".tmp")
             tmp.write_text(json.dumps(meta, indent=1, sort_keys=True, default=str))

@@ -1,7 +1,7 @@
 """Running an entry's winner, exactly as serving loads it, on given inputs, in a child process.
 
 An entry stores test vectors (``vectors.safetensors``: the real inputs of the call that made it
-and the reference's outputs). ``run_winner`` hands inputs to a child
+and the reference's outputs). ``run_winner`` hands cases of inputs to a child
 (``python -m torch_cudal1.cache.vectors WORKDIR``) that loads the winner as serving does (its
 prebuilt artefacts, no compiler for extensions) and gives back the outputs. The child runs where
 the verifier runs candidates: inside the OS sandbox (``verify.os_sandbox``: bubblewrap, no
@@ -10,8 +10,9 @@ harness's audit hook and memory limit, in its own group, killed with its parent.
 stays here: ``check_vectors`` compares the outputs with the expected ones in this process, which
 never imports the entry's code.
 
-Files of one run in WORKDIR: ``request.json`` ({entry, device}), ``inputs.safetensors``, and from
-the child ``outputs.safetensors`` and ``result.json`` (carrying a nonce the child read from its
+Files of one run in WORKDIR: ``request.json`` ({entry, device, cases, inductor_cache}), one
+``inputs.K.safetensors`` per case, and from the child ``outputs.K.safetensors`` and
+``result.json`` (carrying a nonce the child read from its
 stdin before loading the winner, so that the winner cannot forge a result).
 """
 from __future__ import annotations
@@ -28,8 +29,8 @@ from pathlib import Path
 from .store import VECTORS
 
 REQUEST = "request.json"
-INPUTS = "inputs.safetensors"
-OUTPUTS = "outputs.safetensors"
+INPUTS = "inputs.{}.safetensors"
+OUTPUTS = "outputs.{}.safetensors"
 RESULT = "result.json"
 CPU_MEMORY_LIMIT_MB = 32768.0
 
@@ -39,15 +40,23 @@ class WinnerRunError(Exception):
 
 
 # -- stored vectors (data only: safetensors never runs code) ---------------------------------------
-def stored_vectors(entry_dir: str | Path, device: str = "cpu") -> tuple[list, list] | None:
-    """(inputs, outputs) stored with the entry, or None when it has none. Non-tensor inputs
-    (symbolic sizes) come from the key fields."""
+class VectorsUnfit(ValueError):
+    """Stored test inputs that are not inputs of the entry's key (their count, dtypes or sizes)."""
+
+
+def stored_vectors(entry_dir: str | Path, device: str = "cpu", *,
+                   max_bytes: int | None = None) -> tuple[list, list] | None:
+    """(inputs, outputs) stored with the entry, or None when it has none, or a file larger than
+    ``max_bytes`` (not read). Non-tensor inputs (symbolic sizes) come from the key fields.
+    VectorsUnfit when the stored inputs do not fit the key's input specs: test inputs of another
+    shape (an empty batch, say) say nothing of the calls the key serves."""
     import torch  # noqa: F401
     from safetensors.torch import load_file
     entry_dir = Path(entry_dir)
-    if not (entry_dir / VECTORS).exists():
+    path = entry_dir / VECTORS
+    if not path.exists() or (max_bytes is not None and path.stat().st_size > max_bytes):
         return None
-    vec = load_file(str(entry_dir / VECTORS))
+    vec = load_file(str(path))
     outputs = [vec[f"output.{i}"].to(device) for i in range(len(vec)) if f"output.{i}" in vec]
     if not outputs:
         return None
@@ -56,7 +65,24 @@ def stored_vectors(entry_dir: str | Path, device: str = "cpu") -> tuple[list, li
     specs = (meta.get("fields") or {}).get("inputs") or []
     if len(inputs) != len(specs):
         inputs = _with_scalars(specs, vec, device)
+    _fit(inputs, specs)
     return inputs, outputs
+
+
+def _fit(inputs: list, specs: list) -> None:
+    import torch
+    if len(inputs) != len(specs):
+        raise VectorsUnfit(f"{len(inputs)} stored inputs, the key has {len(specs)}")
+    for i, (x, spec) in enumerate(zip(inputs, specs)):
+        if not isinstance(x, torch.Tensor):
+            continue
+        shape = spec.get("shape")
+        if spec.get("dtype") != str(x.dtype) or not isinstance(shape, list):
+            raise VectorsUnfit(f"stored input {i} is {x.dtype}, the key's is {spec.get('dtype')}")
+        # a size the key holds as a number must be the stored one; a symbolic one may vary
+        if len(shape) != x.dim() or any(isinstance(want, int) and want != got
+                                        for want, got in zip(shape, x.shape)):
+            raise VectorsUnfit(f"stored input {i} has shape {list(x.shape)}, the key's is {shape}")
 
 
 def _with_scalars(specs: list, vec: dict, device: str) -> list:
@@ -91,10 +117,11 @@ def _write_inputs(path: Path, inputs: list) -> None:
     save_tensors(tensors, str(path), metadata={"n": str(len(inputs)), "scalars": json.dumps(scalars)})
 
 
-def run_winner(entry_dir: str | Path, device: str, inputs: list, *,
-               timeout_s: float = 600.0) -> list:
-    """The winner of ``entry_dir``'s outputs on ``inputs`` (on ``device``), computed in a child
-    process. Raises WinnerRunError when it gives none."""
+def run_winner(entry_dir: str | Path, device: str, cases: list[list], *,
+               timeout_s: float = 600.0, inductor_cache: bool = True) -> list[list]:
+    """The outputs of ``entry_dir``'s winner on each case of inputs in ``cases`` (on ``device``),
+    computed in one child process, loaded as serving loads it (``inductor_cache``: with the
+    entry's inductor artefacts). Raises WinnerRunError when it gives none."""
     from safetensors.torch import load_file
 
     from ..verify import os_sandbox
@@ -103,8 +130,10 @@ def run_winner(entry_dir: str | Path, device: str, inputs: list, *,
     wd = Path(tempfile.mkdtemp(prefix="cudal1-winner-run-"))
     try:
         (wd / REQUEST).write_text(json.dumps({"entry": str(Path(entry_dir).resolve()),
-                                              "device": device}))
-        _write_inputs(wd / INPUTS, inputs)
+                                              "device": device, "cases": len(cases),
+                                              "inductor_cache": bool(inductor_cache)}))
+        for k, inputs in enumerate(cases):
+            _write_inputs(wd / INPUTS.format(k), inputs)
         memory = None if str(device).startswith("cuda") else CPU_MEMORY_LIMIT_MB
         # Code nobody here checked yet: compiler caches of its own, thrown away with the run.
         private = {"TMPDIR": wd / "tmp", "TORCHINDUCTOR_CACHE_DIR": wd / "inductor",
@@ -151,8 +180,13 @@ def run_winner(entry_dir: str | Path, device: str, inputs: list, *,
             raise WinnerRunError("result.json was not written by the harness")
         if result.get("status") != "ok":
             raise WinnerRunError(str(result.get("detail"))[:400])
-        got = load_file(str(wd / OUTPUTS))
-        return [got[f"output.{i}"].to(device) for i in range(int(result["n_outputs"]))]
+        outs = []
+        for k, n in enumerate(result["n_outputs"][:len(cases)]):
+            got = load_file(str(wd / OUTPUTS.format(k)))
+            outs.append([got[f"output.{i}"].to(device) for i in range(int(n))])
+        if len(outs) != len(cases):
+            raise WinnerRunError(f"outputs for {len(outs)} of {len(cases)} cases")
+        return outs
     finally:
         shutil.rmtree(wd, ignore_errors=True)
 
@@ -166,7 +200,8 @@ def compare_outputs(expected: list, got: list) -> tuple[str, str]:
     return reason, detail
 
 
-def check_vectors(entry_dir: str | Path, device: str, timeout_s: float = 600.0) -> dict:
+def check_vectors(entry_dir: str | Path, device: str, timeout_s: float = 600.0,
+                  inductor_cache: bool = True) -> dict:
     """The winner against its own stored vectors: {"status": ok | absent | mismatch | error,
     "reason", "detail"}."""
     try:
@@ -177,7 +212,8 @@ def check_vectors(entry_dir: str | Path, device: str, timeout_s: float = 600.0) 
         return {"status": "absent", "detail": "no test vectors stored (inputs above capture_limit_mb)"}
     inputs, outputs = vec
     try:
-        got = run_winner(entry_dir, device, inputs, timeout_s=timeout_s)
+        (got,) = run_winner(entry_dir, device, [inputs], timeout_s=timeout_s,
+                            inductor_cache=inductor_cache)
     except WinnerRunError as e:
         return {"status": "error", "detail": str(e)}
     reason, detail = compare_outputs(outputs, got)
@@ -209,21 +245,30 @@ def _child(wd: Path) -> dict:
         from .store import WINNER
         device = req["device"]
         entry = Path(req["entry"])
-        with safe_open(str(wd / INPUTS), "pt") as f:
-            meta = f.metadata() or {}
-        tensors = load_file(str(wd / INPUTS))
-        scalars = json.loads(meta.get("scalars") or "{}")
-        inputs = [tensors[f"input.{i}"].to(device) if f"input.{i}" in tensors else scalars[str(i)]
-                  for i in range(int(meta.get("n", len(tensors))))]
+        cases = []
+        for k in range(int(req["cases"])):
+            with safe_open(str(wd / INPUTS.format(k)), "pt") as f:
+                meta = f.metadata() or {}
+            tensors = load_file(str(wd / INPUTS.format(k)))
+            scalars = json.loads(meta.get("scalars") or "{}")
+            cases.append([tensors[f"input.{i}"].to(device) if f"input.{i}" in tensors
+                          else scalars[str(i)] for i in range(int(meta.get("n", len(tensors))))])
         audit.install([str(wd)], violation, shared=False)
-        forward = instantiate((entry / WINNER).read_text(), entry, device, "cudal1_winner_run")
-        with torch.no_grad():
-            out = forward(*inputs)
-        outs = [out] if isinstance(out, torch.Tensor) else list(out)
-        if not all(isinstance(o, torch.Tensor) for o in outs):
-            return write({"status": "error", "detail": "the winner returned a non-tensor output"})
-        save_tensors({f"output.{i}": o for i, o in enumerate(outs)}, str(wd / OUTPUTS))
-        write({"status": "ok", "n_outputs": len(outs)})
+        forward = instantiate((entry / WINNER).read_text(), entry, device, "cudal1_winner_run",
+                              inductor_cache=bool(req.get("inductor_cache", True)))
+        counts = []
+        for k, inputs in enumerate(cases):
+            with torch.no_grad():
+                out = forward(*inputs)
+            outs = [out] if isinstance(out, torch.Tensor) else list(out)
+            if not all(isinstance(o, torch.Tensor) for o in outs):
+                return write({"status": "error",
+                              "detail": "the winner returned a non-tensor output"})
+            # written before the next call: a buffer the winner reuses cannot answer twice
+            save_tensors({f"output.{i}": o for i, o in enumerate(outs)},
+                         str(wd / OUTPUTS.format(k)))
+            counts.append(len(outs))
+        write({"status": "ok", "n_outputs": counts})
     except Exception as e:  # noqa: BLE001 - reported as a result
         write({"status": "error", "detail": f"{type(e).__name__}: {str(e)[:400]}"})
 

@@ -162,15 +162,18 @@ def record_inductor_cache(staging: Path, source: str, device: str, inputs: list)
 
 
 # -- loading ---------------------------------------------------------------------------------------
-def instantiate(source: str, entry_dir: Path, device: str, module_name: str):
+def instantiate(source: str, entry_dir: Path, device: str, module_name: str, *,
+                inductor_cache: bool = True):
     """exec the winner source, build ``ModelNew(*get_init_inputs())`` on ``device``; return its
-    bound ``forward``."""
+    bound ``forward``. ``inductor_cache``: hand the entry's inductor artefacts to inductor first
+    (``CacheEntry.artifacts_trusted``)."""
     captured = None
     side = entry_dir / TENSORS_FILE
     if side.exists():
         from safetensors.torch import load_file
         captured = load_file(str(side))
-    load_inductor_cache(entry_dir / ARTIFACTS)   # inductor finds what it built where it was stored
+    if inductor_cache:   # inductor finds what it built where it was stored
+        load_inductor_cache(entry_dir / ARTIFACTS)
     before = global_settings.snapshot()
     with prebuilt_extensions(entry_dir / ARTIFACTS):
         mod = load_source(source, module_name, captured=captured,
@@ -191,7 +194,8 @@ def load_winner(entry: CacheEntry, device: str, module_name: str | None = None):
     """Instantiate the entry's ModelNew without any build: prebuilt extensions come from the
     entry's artefacts. Returns the bound forward."""
     return instantiate(entry.winner_source, Path(entry.path), device,
-                       module_name or f"cudal1_winner_{entry.key}")
+                       module_name or f"cudal1_winner_{entry.key}",
+                       inductor_cache=entry.artifacts_trusted)
 
 
 __all__ = ["INDUCTOR_CACHE", "instantiate", "load_inductor_cache", "load_winner", "needs_build",

@@ -316,6 +316,28 @@ def cmd_prune(args) -> int:
     return 0
 
 
+def _task_unbound(entry) -> str | None:
+    """Why ``entry``'s task.py is not the task its key was made for, where the key says (a task
+    file's key is the hash of its source); None otherwise."""
+    import hashlib
+    graph = str((entry.meta.get("fields") or {}).get("graph", ""))
+    if not graph.startswith("src:"):
+        return None
+    try:
+        got = hashlib.sha256((entry.path / "task.py").read_text().encode()).hexdigest()
+    except OSError as e:
+        return f"its task.py is unreadable ({e})"
+    return None if got == graph[4:] else "its task.py is not the task its key was made for"
+
+
+def _reference_of(entry) -> str:
+    graph = str((entry.meta.get("fields") or {}).get("graph", ""))
+    if entry.foreign is None:
+        return "task.py (written here)"
+    return "task.py (its key's own task file)" if graph.startswith("src:") else \
+        "task.py (came with the entry)"
+
+
 def cmd_verify(args) -> int:
     from ..cache.vectors import check_vectors
     from ..contracts import Candidate
@@ -341,6 +363,8 @@ def cmd_verify(args) -> int:
         elif misfit:
             from ..cache.explain import summarize
             r.update(status="skipped", detail=f"made for another environment: {summarize(misfit)}")
+        elif (unbound := _task_unbound(entry)) is not None:
+            r.update(status="failed", detail=unbound)
         else:
             task = Task.from_file(entry.path / "task.py")
             with tempfile.TemporaryDirectory(prefix="cudal1-cache-verify-") as wd:
@@ -348,13 +372,20 @@ def cmd_verify(args) -> int:
                 verdict, _ = evaluate(task, cand, device=device, trials=args.trials,
                                       timeout_s=args.timeout, time_it=False, workdir=wd)
             r["verdict"] = verdict.to_json()
-            vec = check_vectors(entry.path, device, timeout_s=args.timeout)
+            vec = check_vectors(entry.path, device, timeout_s=args.timeout,
+                                inductor_cache=entry.artifacts_trusted)
             r["vectors"] = vec
             ok = verdict.accepted and vec["status"] in ("ok", "absent")
             r.update(status="ok" if ok else "failed",
                      detail=(f"winner {verdict.reason}" + (f" ({verdict.detail[:200]})" if not verdict.accepted else "")
                              + f"; vectors {vec['status']}" + (f" ({vec.get('detail', '')[:200]})"
                                                                if vec["status"] not in ("ok", "absent") else "")))
+            r["reference"] = _reference_of(entry)
+            if entry.foreign is not None and not str(entry.meta.get("fields", {}).get(
+                    "graph", "")).startswith("src:"):
+                r["detail"] += (f"; judged against the task.py that came with it from "
+                                f"{entry.foreign.get('via', 'bundle')}, not your graph: serving "
+                                "checks it against your graph before its first use")
         failed += r["status"] == "failed"
         results.append(r)
         if not args.json:
@@ -374,7 +405,8 @@ def cmd_export(args) -> int:
     if not keys:
         raise UsageError(f"nothing to export: no entries in {store.root}")
     try:
-        export_bundle(store, keys, args.file, environment_fingerprint("cuda" if _cuda() else "cpu"))
+        export_bundle(store, keys, args.file, environment_fingerprint("cuda" if _cuda() else "cpu"),
+                      secret=_secret(args))
     except BundleError as e:
         print(f"cudal1: {e}", file=sys.stderr)
         return 1
@@ -396,7 +428,7 @@ def cmd_import(args) -> int:
     device = _device(args.device)
     here = _here_fields(device)
     try:
-        reports = import_bundle(store, args.file, replace=args.replace)
+        reports = import_bundle(store, args.file, replace=args.replace, secret=_secret(args))
     except BundleError as e:
         raise UsageError(str(e)) from None
     for r in reports:
@@ -470,6 +502,13 @@ def cmd_explain(args) -> int:
         for n in rec.get("near", [])[:5]:
             print(f"    {n['key']}: {summarize([tuple(d) for d in n['diff']], width=6)}")
     return 0
+
+
+def _secret(args) -> str | None:
+    """This user's ``remote_secret`` (CUDAL1_REMOTE_SECRET): bundles are signed and checked with
+    it as the remote tier's entries are."""
+    from ._common import resolve_options
+    return resolve_options(args=args).remote_secret
 
 
 def _remote_tier(args):

@@ -35,10 +35,15 @@ from ..origin import Origin
 SERVE_SLACK = 4.0
 
 
-def wanted(origin: str, setting: str) -> bool:
+def wanted(origin: str, setting: str, foreign: bool = False) -> bool:
     """Whether a winner of ``origin`` is checked: not the baselines, which are the user's graph
-    itself (eagerly, or through inductor)."""
-    if setting == "off" or not origin:
+    itself (eagerly, or through inductor), unless the entry came from another machine
+    (``foreign``), whose record of what made it is its producer's word."""
+    if setting == "off":
+        return False
+    if foreign:
+        return True
+    if not origin:
         return False
     try:
         return Origin.parse(str(origin)).engine != "baseline"

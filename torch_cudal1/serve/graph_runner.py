@@ -373,7 +373,9 @@ class GraphRunner:
         from ..cache import foreign
         if foreign.needs_check(store, entry):
             ok, _ = foreign.check(store, entry, device, reference=self.gm, inputs=full,
-                                  timeout_s=self.options.verify_timeout_s)
+                                  timeout_s=self.options.verify_timeout_s,
+                                  max_vector_bytes=int(self.options.capture_limit_mb * 2**20)
+                                  + (1 << 20))
             if not ok:
                 return None
         return entry
@@ -443,9 +445,9 @@ class GraphRunner:
         call.origin = entry.winner_origin   # for the arbiter's record of what it served
         call.key = entry.key
         call.search_ms = _search_times(entry.meta)   # for the arbiter's max-autotune trigger
-        return self._checked(call, entry.key, device)
+        return self._checked(call, entry.key, device, foreign=entry.foreign is not None)
 
-    def _checked(self, call, key: str, device: str):
+    def _checked(self, call, key: str, device: str, foreign: bool = False):
         """The winner, its served calls checked against this graph as ``serve_check`` says
         (serve/audit.py): one that answers unlike the graph is quarantined and replaced by the
         fallback."""
@@ -453,7 +455,7 @@ class GraphRunner:
         from ..graph.render import written_placeholders
         from ..verify.cudnn_tf32 import compare_precision
         opts = self.options
-        if not audit.wanted(call.origin, opts.serve_check):
+        if not audit.wanted(call.origin, opts.serve_check, foreign):
             return call
         store = store_for(opts)
         checked = None
