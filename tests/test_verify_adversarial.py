@@ -162,3 +162,16 @@ def test_engine_code_compiles_into_private_caches(tmp_path, monkeypatch):
     verdict, _ = evaluate(task, Candidate(src, origin="builtin:test"), build_cache_dir=str(builds),
                           timeout_s=300, time_it=False)
     assert verdict.accepted and any(user_cache.rglob("*.py"))
+
+
+@pytest.mark.parametrize("name", ["draw_swap_per_call.py", "randn_swap_per_call.py"])
+def test_what_the_draw_calls_swapped_for_one_call_buys_no_time(name, build_cache):
+    """Work moved into the harness's untimed draw (the task's get_inputs or torch.randn swapped
+    for the next draw only, put back before any check) made such a candidate look 20x faster;
+    the harness's draw runs its own copies, so it is timed at the reference's own speed."""
+    src, task, _ = _case(ADV / name)
+    verdict, timing = evaluate(task, Candidate(src, origin=f"test:{name}"),
+                               build_cache_dir=build_cache, timeout_s=120, time_budget_s=0.5,
+                               pair_reference=True)
+    assert verdict.accepted, (verdict.reason, verdict.detail)
+    assert timing.median_ms > 0.4 * timing.extra["paired_ref_ms"], timing

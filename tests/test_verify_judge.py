@@ -102,6 +102,16 @@ def test_the_judges_clock_bounds_what_reported_times_can_buy():
     with pytest.raises(Reject):
         j._cross_check(1e-4, small, {})
     assert j._cross_check(1.0, batches(1.0, n=4, per_call=0.001) * 4, {}) == 1.0
+    # ...also where a few batches are decisive on their own: the many below the noise (work
+    # done while the harness prepared the calls) must not outvote them as "accounted for"
+    hidden = batches(0.03, n=4, per_call=0.001, overhead=0.004) * 4
+    hidden[0] = dict(hidden[0], W=hidden[0]["W"] + 0.02)      # a batch slow enough to decide
+    with pytest.raises(Reject) as r:
+        j._cross_check(3e-5, hidden, {})
+    assert r.value.verdict.reason == "timer_tampering"
+    honest = batches(1.0, n=4, per_call=0.001, overhead=0.004) * 4
+    honest[0] = dict(honest[0], W=honest[0]["W"] + 0.02)
+    assert j._cross_check(1.0, honest, {}) == 1.0
     j.trusted = True   # a baseline or built-in candidate: recorded, not judged
     extra = {}
     assert j._cross_check(0.3, batches(0.1), extra) == 0.3 and extra["explained"] == 0.1

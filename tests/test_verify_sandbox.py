@@ -37,7 +37,7 @@ class ModelNew(nn.Module):
 {body}
 
     def forward(self, a, b):
-        return a.unsqueeze(1) * b
+        return a.unsqueeze(1) * b + (1.0 if getattr(self, "wrong", False) else 0.0)
 '''
 
 
@@ -218,3 +218,22 @@ except OSError:
         listener.close()
         os.unlink(path)
     assert verdict.accepted, (verdict.reason, verdict.detail)   # its connect() was refused
+
+
+@needs_bwrap
+def test_what_a_refused_candidate_left_in_its_build_folder_goes_with_it(monkeypatch, tmp_path):
+    """The build folder is the one place outside its work dir a candidate may write (its own
+    compiles), and it outlives the verification: a refused candidate's is removed, files and
+    all; an accepted one keeps its own."""
+    left = '''
+d = importlib.import_module("pathlib").Path(os.environ["TORCH_EXTENSIONS_DIR"])
+d.mkdir(parents=True, exist_ok=True)
+d.joinpath("left_behind.bin").write_bytes(b"x" * (1 << 20))
+'''
+    refused, _ = _run(left + "self.wrong = True", monkeypatch, tmp_path, time_it=False)
+    builds = tmp_path / "builds"
+    assert not refused.accepted and refused.reason == "mismatch", refused
+    assert not list(builds.rglob("left_behind.bin"))
+    accepted, _ = _run(left, monkeypatch, tmp_path, time_it=False)
+    assert accepted.accepted, accepted.detail
+    assert list(builds.rglob("left_behind.bin"))

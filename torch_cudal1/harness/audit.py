@@ -9,7 +9,10 @@ symbolic links, truncation, new folders), walks of the heap (``gc.get_objects``)
 by its own code (``sys._getframe``, a traceback's ``tb_frame``, trace functions), Python's C API
 or raw addresses through ``ctypes``, and functions given another body (``f.__code__ = ...``,
 ``__defaults__``), however the candidate spelled them: they lead to the harness's objects in the
-worker, whose facts about each call the judge reads. Builds may run
+worker, whose facts about each call the judge reads. Only what raises an event can be named:
+CPython 3.11 raises none for a call through a ctypes function pointer (``ctypes.cast``,
+``memmove``, ``memset``, a ``CFUNCTYPE`` of an address) or for a pointer or ``py_object`` read
+out of a ``Union`` or a buffer, so raw memory reached that way passes this hook. Builds may run
 their compilers: a subprocess is allowed when the code that asked for it lives in an installed
 library (torch's cpp_extension runs ninja, Triton runs ptxas and cc), never when the candidate's
 own file asked. A violation ends the worker at once (``on_violation``). ``CUDAL1_AUDIT=0`` leaves
@@ -194,7 +197,7 @@ def install(allowed_write_roots: list[str], on_violation, shared: bool = True) -
     _bind_dladdr()
     watched = frozenset(_PROC_EVENTS | _NET_EVENTS | _GC_EVENTS | set(_FS_EVENTS) | _FRAME_EVENTS | {
         "object.__setattr__", "object.__getattr__", "ctypes.dlsym", "ctypes.dlopen", "open",
-        "ctypes.call_function",
+        "ctypes.call_function", "ctypes.PyObj_FromPtr",
         "ctypes.cdata", "ctypes.string_at", "ctypes.wstring_at"})
 
     def hook(event: str, args) -> None:
@@ -224,8 +227,10 @@ def install(allowed_write_roots: list[str], on_violation, shared: bool = True) -
                     what = args[1] if event == "object.__getattr__" else event
                     on_violation(f"frame introspection ({what}): the harness's objects are out "
                                  "of the candidate's reach")
-            elif event in ("ctypes.cdata", "ctypes.string_at", "ctypes.wstring_at"):
-                # memory read or typed at a raw address: any object of this process, the harness's
+            elif event in ("ctypes.cdata", "ctypes.string_at", "ctypes.wstring_at",
+                           "ctypes.PyObj_FromPtr"):
+                # memory read or typed at a raw address, an object from its address: any object
+                # of this process, the harness's
                 if not _caller_is_library():
                     on_violation(f"{event}: memory at a raw address")
             elif event == "ctypes.dlsym":
@@ -237,8 +242,8 @@ def install(allowed_write_roots: list[str], on_violation, shared: bool = True) -
                     # Python's own C API reaches every object and frame of the process
                     on_violation(f"ctypes: the C function {name}")
             elif event == "ctypes.call_function":
-                # a call through a function pointer however it was made (an address from a
-                # symbol lookup, a CFUNCTYPE of an integer): judged by the symbol it lands on
+                # _ctypes.call_function(address, args), judged by the symbol it lands on (3.11
+                # raises this event for that function only, not for calls of CFUNCTYPE objects)
                 name = _bare(_symbol_at(args[0])) if args else ""
                 if (name in _LIBC_DANGER or name.startswith(("Py", "_Py"))) \
                         and not _caller_is_library():

@@ -267,6 +267,9 @@ class CallError(Exception):
         self.index, self.exc = index, e
 
 
+HELD_OUTPUTS = 4   # outputs held across batches (the judge sends a ``hold`` per batch)
+
+
 class Runner:
     """Runs batches of calls of ``model`` as the judge specifies them (see module docstring).
 
@@ -281,6 +284,11 @@ class Runner:
         self.cuda = str(device).startswith("cuda")
         self.state, self.own_file, self.settings = state, own_file, settings
         self.kept: dict[str, list] = {}
+        # outputs of the calls the judge named (``hold``, one a batch), the last HELD_OUTPUTS
+        # kept alive: a buffer handed out again in a later batch (a ring of outputs longer than
+        # a batch, a CUDA graph's static output) shows as a held output changed or shared
+        self.held: list[tuple] = []
+        self.batches = 0
         self.flush = L2Flush(device) if self.cuda else None
 
     # -- inputs ---------------------------------------------------------------------------------
@@ -371,6 +379,12 @@ class Runner:
         if alive:
             rec["threads_alive"] = alive
         kept_outputs.append(outs)
+        if c.get("hold"):
+            self.held += [(o, m["fp"], m["span"], f"call {k} of batch {self.batches}",
+                           self.batches)
+                          for o, m in zip(outs, metas)
+                          if m.get("copied") and m.get("span") and "input" not in m]
+            del self.held[:-HELD_OUTPUTS]
         if collecting:
             _gc_on()
         return rec
@@ -404,6 +418,22 @@ class Runner:
         m["copied"] = True
         return m
 
+    def _held_changed(self, recs: list) -> str | None:
+        """The first output held from an earlier batch that this batch's calls changed or
+        handed out again (its memory is alive: the allocator cannot have given it out)."""
+        for o, fp, span, label, batch in self.held:
+            if batch == self.batches:
+                continue         # this batch's own: its ``changed_later`` covers it
+            if fingerprint(o) != fp:
+                return f"the output of {label} (held) changed when later calls ran"
+            for rec in recs:
+                for m in rec["outputs"]:
+                    s = m.get("span")
+                    if s and "input" not in m and m.get("device") == str(o.device) \
+                            and s[0] < span[1] and span[0] < s[1]:
+                        return f"the memory of the output of {label} (held) was handed out again"
+        return None
+
     def _started_by_candidate(self, t: threading.Thread) -> bool:
         target = getattr(t, "_target", None) or getattr(type(t), "run", None)
         code = getattr(target, "__code__", None) or getattr(
@@ -414,6 +444,7 @@ class Runner:
     # -- a batch --------------------------------------------------------------------------------
     def run(self, calls: list[dict]) -> dict:
         """Run ``calls`` (call ``i`` into slot ``i``); the batch's records."""
+        self.batches += 1
         recs, kept = [], []
         error = None
         for k, c in enumerate(calls):
@@ -439,6 +470,10 @@ class Runner:
         reply = {"calls": recs, "error": error}
         if later:
             reply["changed_later"] = later
+        if error is None and self.held:
+            held = self._held_changed(recs)
+            if held:
+                reply["held_changed"] = held
         if self.settings is not None:
             from .. import global_settings
             leaked = global_settings.leaks(self.settings)

@@ -1,8 +1,9 @@
-"""Identity checks of process-wide functions (timers, RNG, comparisons, Tensor methods) in the
-candidate's worker. Rebinding them changes every caller in the process that serves the candidate,
-and is how a candidate would try to steer the worker's own code: the snapshot is taken before the
-candidate is imported and compared after its construction and after every batch of calls ->
-``timer_tampering``. The judge, in another process, does not depend on them.
+"""Identity checks of process-wide functions (timers, RNG, comparisons, Tensor methods, the
+task module's ``get_inputs`` the harness draws from) in the candidate's worker. Rebinding them
+changes every caller in the process that serves the candidate, and is how a candidate would try
+to steer the worker's own code: the snapshot is taken before the candidate is imported and
+compared after its construction and after every batch of calls -> ``timer_tampering``. The judge,
+in another process, does not depend on them.
 """
 from __future__ import annotations
 
@@ -50,6 +51,8 @@ _MODULE_FUNCS = {
                "open", "print", "getattr", "setattr", "hasattr", "id", "iter", "next", "zip",
                "range", "repr", "str", "list", "dict", "tuple", "any", "all", "round"),
 }
+# The name the worker loads the task under (``worker._serve``).
+TASK_MODULE = "cudal1_task"
 _HARNESS_MODULES = ("torch_cudal1.harness.calls", "torch_cudal1.harness.protocol",
                     "torch_cudal1.harness.guards", "torch_cudal1.harness.audit",
                     "torch_cudal1.harness.state", "json", "__main__")
@@ -87,7 +90,11 @@ def snapshot() -> dict:
             snap[f"{mod.__name__}.{n}"] = v
     for name in ("torch", "torch.cuda", "time", "random", "os", "json", "threading", "builtins"):
         snap[f"sys.modules[{name}]"] = sys.modules.get(name)
-    snap.update(reach())
+    # The task module the harness draws every call's inputs from (``calls.Inputs``): its
+    # get_inputs rebound runs the candidate's code inside the untimed draw.
+    task = sys.modules.get(TASK_MODULE)
+    snap[f"sys.modules[{TASK_MODULE}]"] = task
+    snap.update(reach(task if type(task) is types.ModuleType else None))
     snap.update(hooks())
     for name in _HARNESS_MODULES:
         mod = sys.modules.get(name)
@@ -134,7 +141,7 @@ def reach(task_module=None) -> dict:
     """Map "owner.name" -> object for what a model's forward reaches: torch's functional
     namespaces, Tensor's methods, every ``nn.Module`` class's methods, the global module hooks,
     the ATen operators loaded so far (an FX graph's ``torch.ops.aten.X.default``) and, given one,
-    a module's globals and classes."""
+    a module's functions, classes (their methods) and the modules it imported."""
     snap: dict = {}
     for name in _REACH_MODULES:
         mod = sys.modules.get(name)
@@ -163,6 +170,9 @@ def reach(task_module=None) -> dict:
     if task_module is not None:
         name = task_module.__name__
         _callables(name, vars(task_module), snap)
+        for k, v in list(vars(task_module).items()):   # ``torch`` as its get_inputs looks it up
+            if isinstance(v, types.ModuleType):
+                snap[f"{name}.{k}"] = v
         for k, c in list(vars(task_module).items()):
             if isinstance(c, type) and c.__module__ == name:
                 _callables(f"{name}.{k}", vars(c), snap)

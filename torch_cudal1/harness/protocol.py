@@ -32,9 +32,12 @@ MAX_MESSAGE = 64 << 20       # bytes; a longer reply is a protocol violation
 ALIGN = 64                   # bytes; every output starts at a multiple of this in its slot
 TAG_BYTES = 32
 # Bound when the module is imported, before any candidate code runs: replacing
-# ``hashlib.blake2b`` or ``json.dumps`` later leaves the harness's own copies of these.
+# ``hashlib.blake2b``, ``json.loads``, ``os.read`` and the rest later (for as long as one
+# request takes to arrive: its seeds, read early, tell the inputs) leaves the harness's own.
 _blake2b = hashlib.blake2b
-_dumps = json.dumps
+_dumps, _loads = json.dumps, json.loads
+_read, _write, _select = os.read, os.write, select.select
+_compare, _monotonic = hmac.compare_digest, time.monotonic
 
 
 class ProtocolError(Exception):
@@ -71,7 +74,7 @@ def send(fd: int, obj, signer: Signer | None = None) -> None:
     buf = len(data).to_bytes(8, "little") + tag + data
     view = memoryview(buf)
     while view:
-        n = os.write(fd, view)
+        n = _write(fd, view)
         view = view[n:]
 
 
@@ -79,10 +82,10 @@ def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
     parts, got = [], 0
     while got < n:
         if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
+            left = deadline - _monotonic()
+            if left <= 0 or not _select([fd], [], [], left)[0]:
                 raise Timeout(f"no reply within the time allowed ({got} of {n} bytes)")
-        chunk = os.read(fd, min(n - got, 1 << 20))
+        chunk = _read(fd, min(n - got, 1 << 20))
         if not chunk:
             raise ProtocolError("the other side closed the pipe")
         parts.append(chunk)
@@ -94,17 +97,17 @@ def recv(fd: int, timeout_s: float | None = None, signer: Signer | None = None):
     """The next message; ``Timeout`` after ``timeout_s`` seconds, ``ProtocolError`` on EOF or a
     malformed message. With a ``signer``, a message whose tag is not the next one's is
     ``Forged``, unless it reports a violation (which can only reject its sender)."""
-    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    deadline = None if timeout_s is None else _monotonic() + timeout_s
     n = int.from_bytes(_read_exact(fd, 8, deadline), "little")
     if n > MAX_MESSAGE:
         raise ProtocolError(f"a message of {n} bytes (at most {MAX_MESSAGE})")
     tag = _read_exact(fd, TAG_BYTES, deadline)
     data = _read_exact(fd, n, deadline)
     try:
-        obj = json.loads(data)
+        obj = _loads(data)
     except ValueError as e:
         raise ProtocolError(f"not JSON: {e}") from None
-    if signer is not None and not hmac.compare_digest(signer.tag(data), tag):
+    if signer is not None and not _compare(signer.tag(data), tag):
         if isinstance(obj, dict) and set(obj) == {"violation"}:
             return obj
         raise Forged(f"a {signer.direction.decode()} the verifier did not write (its tag does "

@@ -83,13 +83,23 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
     def send(fd: int, obj) -> None:
         send_as(fd, obj, signer)
 
+    # The request pipe as the judge made it: a pipe put in its place (os.dup2) would let the
+    # candidate read every request, seeds included, before the harness does, and work on the
+    # answers while the harness draws its inputs. Tags cannot see a relay that changes nothing.
+    fstat = os.fstat
+    req_pipe = (fstat(req_fd).st_dev, fstat(req_fd).st_ino)
+
     def recv(fd: int):
         try:
+            st = fstat(fd)
+            if fd == req_fd and (st.st_dev, st.st_ino) != req_pipe:
+                raise protocol.Forged("request pipe replaced")
             return recv_as(fd, None, req_signer)
-        except protocol.Forged:   # a ProtocolError: it ends the loop
-            send(rep_fd, {"tampered": "a request the judge did not send reached the harness "
-                                      "(its tag does not match: the request pipe was rewritten)"})
-            raise
+        except (protocol.Forged, OSError):   # a ProtocolError ends the loop
+            send(rep_fd, {"tampered": "the request pipe was replaced or rewritten: requests "
+                                      "the judge did not send, or read by another before the "
+                                      "harness"})
+            raise protocol.Forged("request pipe") from None
 
     def fail(where: str, e: BaseException) -> int:
         send(rep_fd, {"error": {"where": where, "type": type(e).__name__,
@@ -129,6 +139,7 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
     snap = guards.snapshot()
     # bound before the candidate's code runs: rebinding them later changes nothing here
     changed = guards.sealed()["changed"]
+    drawn = _drawing_copy(task)
     run_batch = Runner.run
 
     def violation(detail: str) -> None:
@@ -168,7 +179,7 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
         except BaseException as e:  # noqa: BLE001
             return fail("reading its state", e)
     phases["build_s"] = round(time.monotonic() - t1, 3)
-    runner = Runner(model, Inputs(task, device, real), slots, device, state=state,
+    runner = Runner(model, Inputs(drawn, device, real), slots, device, state=state,
                     own_file=setup["candidate"], settings=settings, switches=switches)
     send(rep_fd, {"ready": True, "phases": phases, "rebound": changed(snap)[:20],
                   "switches_moved": global_settings.switches_moved(switches),
@@ -195,6 +206,34 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
             send(rep_fd, {"rebound": changed(snap)[:20]})
         else:
             return 0
+
+
+def _drawing_copy(task):
+    """The task as the harness draws inputs from it: its functions as private copies
+    (``guards.private``) whose modules (``torch``, ...) are this moment's namespaces. What a
+    draw calls cannot then be swapped for one call and put back before the guards look (the
+    work of a call done in the untimed draw): neither the task's ``get_inputs`` nor the
+    ``torch.randn`` it calls."""
+    import types
+
+    from . import guards
+    ns = guards.private(task)
+    for k, v in list(ns.items()):
+        if isinstance(v, types.ModuleType):
+            ns[k] = _Namespace(v)
+    return types.SimpleNamespace(**ns)
+
+
+class _Namespace:
+    """A module's attributes as they are now; one it loads lazily later (``torch._dynamo``)
+    is looked up in the module itself."""
+
+    def __init__(self, module):
+        self.__dict__.update(vars(module))
+        self.__dict__["_cudal1_module"] = module
+
+    def __getattr__(self, name):
+        return getattr(self.__dict__["_cudal1_module"], name)
 
 
 def _calibrate(task, init, setup, slots, Inputs, Runner, quiet_cpu, send, recv, req_fd,

@@ -71,6 +71,8 @@ FIRST_CALL_FLOOR_S = 120.0  # an engine's candidate's first calls (its lazy comp
 MIN_TIMED_BATCH = 4         # calls; a timed batch is never smaller (the first, warm-up one is 3)
 BUILD_POLL_S = 2.0          # how often a first call past its allowance is looked at for a compiler
 CALL_FLOOR_S = 30.0         # later batches: this, plus 20x what the reference took for the same calls
+HELD_OUTPUTS = 4            # timed calls whose outputs the worker holds (calls.HELD_OUTPUTS)
+HELD_BYTES = 256 << 20      # at most this much of them (each side: the reference holds too)
 MIN_TIMED_BATCHES = 3       # and judged on the median batch of at least this many
 BUSY_SHARE = 0.25           # of a core, used by other processes during a batch: it judges nothing
 HARNESS_ROUNDS = 3          # batches on the reference in both processes before the candidate's import
@@ -526,6 +528,13 @@ class Judge:
         recs = self.batch_facts(reply, whats, like)
         self.guard(f"after {whats[-1]}")
         outs = [self._outputs(k, rec, like, whats[k]) for k, rec in enumerate(recs)]
+        self.outputs_kept_apart(reply, recs, whats)
+        return recs, outs, wall
+
+    def outputs_kept_apart(self, reply: dict, recs: list, whats: list[str]) -> None:
+        """output_aliased where a batch's outputs share memory, or a call changed an earlier
+        call's output (in this batch, or one the worker holds from an earlier batch), where the
+        reference's calls give each its own."""
         # An output that is its input's memory (as the reference's is, facts() saw to that)
         # changes when the harness refills that input and is shared by calls on the same input.
         later = [(k, i) for k, i in reply.get("changed_later") or ()
@@ -541,7 +550,11 @@ class Judge:
             raise Reject("output_aliased", f"the outputs of {whats[shared[0]]} and "
                                            f"{whats[shared[1]]} share memory, which the "
                                            "reference's do not (a result kept across calls)")
-        return recs, outs, wall
+        held = reply.get("held_changed")
+        if held and not self.reference_shares_across_calls():
+            raise Reject("output_aliased", f"{str(held)[:200]}, in the batch from {whats[0]} "
+                                           "(a reused output buffer: a caller that keeps an "
+                                           "output sees it overwritten)")
 
     def guard(self, when: str) -> None:
         rebound = self.worker.rebound()
@@ -605,6 +618,7 @@ class Judge:
         from ..bench.device_lock import DeviceLock
         self.lock = DeviceLock(self.device)
         self._ref_shares = None
+        self.holds = None   # whether the worker holds outputs across batches (_timed_calls)
         self._spawn_worker()
         t0 = self._clock()
         init = self.task.get_init_inputs()
@@ -1036,6 +1050,7 @@ class Judge:
                 busy_s = others.others_s()
                 held.stop()
                 recs = self.batch_facts(reply, whats, self.ref_specs_like)
+                self.outputs_kept_apart(reply, recs, whats)
                 switches += int(reply.get("involuntary_switches") or 0) if not warm else 0
                 picked = set(range(size)) if warm else set(
                     rng.sample(range(size), max(1, size // 8)))
@@ -1079,7 +1094,8 @@ class Judge:
 
     def _timed_calls(self, size: int, rng) -> list[dict]:
         """A batch of timed calls: each a new draw, or (about one in two) the previous call's
-        buffers refilled in part with a new draw."""
+        buffers refilled in part with a new draw. The outputs of a few, at random, are held by
+        the worker to the end of the run (``outputs_kept_apart``)."""
         calls = []
         for i in range(size):
             if i and rng.random() < 0.5:
@@ -1087,7 +1103,19 @@ class Judge:
                                        partial=_fresh_seed(), keep_as=f"_t{i}"))
             else:
                 calls.append(self.spec(seed=_fresh_seed(), keep_as=f"_t{i}"))
+        if self._may_hold():
+            calls[rng.randrange(size)]["hold"] = True
         return calls
+
+    def _may_hold(self) -> bool:
+        """Whether the worker may hold outputs (one call of every batch, the last HELD_OUTPUTS
+        of them): within HELD_BYTES, and only where the reference's calls give each its own
+        memory."""
+        if self.holds is None:
+            size = sum(s["nbytes"] for s in self.specs if s)
+            self.holds = not self.stateful and HELD_OUTPUTS * size <= HELD_BYTES \
+                and not self.reference_shares_across_calls()
+        return self.holds
 
     def _timed_inputs(self, calls: list[dict], k: int) -> list:
         """The inputs of timed call ``k``, made again here."""
@@ -1112,7 +1140,7 @@ class Judge:
         the larger. The harness's own candidates (baselines, built-in rewrites) write no times
         of their own: their figures are recorded, never judged."""
         ratios, calls_total, n, busy = [], 0.0, 0, 0
-        decisive, small = 0, []
+        small = []
         # the harness's cost per call, as the median of the reference's batches (one batch's
         # own figure moves by a third from one batch to the next on a small host)
         per_call = sorted(b["O"] / b["n"] for b in batches)
@@ -1136,20 +1164,22 @@ class Judge:
             # half (honest calls with a slow tail keep their median above half the mean).
             reported = min(b["S"], 2 * b["n"] * b.get("M", b["S"] / b["n"]))
             # A batch whose calls' time is within the harness's noise cannot tell an edit from
-            # that noise: it counts as accounting for its time where other batches decide...
+            # that noise on its own...
             slack = 0.5 * o + 0.005 + 5e-5 * b["n"]
             if calls_s > slack:
-                decisive += 1
                 ratios.append(reported / calls_s)
             else:
-                ratios.append(1.0)
                 small.append((calls_s, slack, reported))
-        if not decisive and small:
-            # ...and where none does, the batches together: their noise adds up as its square
-            # root, their time as a sum, so small work edited away shows over a whole run.
+        if small:
+            # ...the batches together can: their noise adds up as its square root, their time
+            # as a sum, so work hidden below the harness's noise in every batch (done while the
+            # harness prepares the calls) shows over a whole run. Each such batch counts at the
+            # pooled ratio where the pool decides, else as accounting for its time.
             tot = sum(c for c, _, _ in small)
+            pooled = 1.0
             if tot > sum(sl for _, sl, _ in small) / len(small) ** 0.5:
-                ratios = [sum(r for _, _, r in small) / tot]
+                pooled = sum(r for _, _, r in small) / tot
+            ratios += [pooled] * len(small)
         judge_ms = calls_total / n * 1e3 if n else None
         if judge_ms is not None:
             extra["judge_ms"] = judge_ms
@@ -1272,6 +1302,7 @@ def main() -> None:
             j.worker.close()
     result.setdefault("timing", None)
     result["build_dir"] = j.build_dir
+    result["untrusted"] = not getattr(j, "trusted", False)
     j.phases["lock_wait_s"] = round(j.lock.waited_s, 3)
     result["phases"] = j.phases
     _write_result(wd, result)

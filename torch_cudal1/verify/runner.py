@@ -106,6 +106,18 @@ def _collect_build(build_dir: str | None, wd: Path, kept: dict | None) -> str | 
     return None
 
 
+def _drop_build(result: dict, build_root: str) -> None:
+    """A refused candidate's build folder, removed: the candidate could write there (its own
+    compiles), so whatever it left (files of any size) would outlive the verdict. The harness's
+    own candidates keep theirs for the next search."""
+    d = result.get("build_dir")
+    if not d or not result.get("untrusted"):
+        return
+    root = os.path.realpath(build_root) + os.sep
+    if os.path.realpath(d).startswith(root) and os.path.realpath(d) != root.rstrip(os.sep):
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def child_env(extra_env: dict | None = None, build_cache_dir: str | None = None) -> dict:
     """The environment a verifier child runs with."""
     env = dict(os.environ)
@@ -175,9 +187,10 @@ def evaluate(task: Task, candidate: Candidate, *, device: str = "cpu", trials: i
         task.write(wd)
         (wd / CANDIDATE_FILE).write_text(candidate.source)
         has_real = _write_real_inputs(task, wd, capture_limit_mb)
+        build_root = str(Path(build_cache_dir or default_build_cache_dir()).expanduser())
         (wd / REQUEST_FILE).write_text(json.dumps({
             "device": device, "trials": trials, "time_it": time_it, "real_inputs": has_real,
-            "build_root": str(Path(build_cache_dir or default_build_cache_dir()).expanduser()),
+            "build_root": build_root,
             "native": setting("CUDAL1_NATIVE"),
             "check_stride": check_stride, "cuda_graph": cuda_graph,
             "time_budget_s": time_budget_s, "pair_reference": pair_reference,
@@ -226,7 +239,10 @@ def evaluate(task: Task, candidate: Candidate, *, device: str = "cpu", trials: i
             changed = None
             shutil.rmtree(wd / "build", ignore_errors=True)
         if changed and verdict.accepted:
+            _drop_build(result, build_root)
             return Verdict.reject("artifact_changed", changed), None
+        if not verdict.accepted:
+            _drop_build(result, build_root)
         timing = Timing.from_json(result.get("timing")) if verdict.accepted else None
         return verdict, timing
     finally:
