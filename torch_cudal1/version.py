@@ -1,3 +1,6 @@
+# 0.2.4: outputs kept apart over timed batches (held outputs), lost elements of every float
+#        dtype, the request pipe and the harness's draw out of the candidate's reach; entries
+#        from other machines: checked on the caller's inputs, unsigned inductor artefacts unread
 # 0.2.3: output slots fingerprinted, messages tagged, elements below an output's scale compared,
 #        the candidate's processes stopped while the reference is timed, host sockets hidden,
 #        ctypes calls judged by the symbol they land on, process-wide switches tracked
@@ -8,6 +11,6 @@
 # 0.2.0: verified by a judge out of the candidate's process, candidates in an OS sandbox, float32 tolerance by the user's precision
 # 0.1.2: global settings checked and kept to a winner's calls (TF32 candidates)
 # 0.1.1: CUDA-graph wrappers capture with cuBLAS workspaces of their own
-__version__ = "0.2.3"
+__version__ = "0.2.4"
 # Bumped whenever the meaning of a cache entry changes; part of every key.
 CACHE_FORMAT = 1
