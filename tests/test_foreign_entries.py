@@ -98,20 +98,20 @@ def test_forged_remote_entry_is_refused_and_a_genuine_one_checked_once(tmp_path,
     assert not foreign.needs_check(store3, entry)        # the next process serves it at once
 
 
-def _forge_bundle(src, dst, key):
-    """Rewrite bundle ``src`` into ``dst`` with winner and test outputs of ``key`` doubled, every
-    hash (entry manifest, bundle manifest, meta.json's hash) recomputed to match."""
+def _rewrite(src, dst, edit):
+    """Bundle ``dst``: bundle ``src`` with ``edit(entry_dir)`` applied to every entry, every hash
+    (entry manifest, meta.json's hash in the bundle manifest) recomputed to match."""
     import hashlib
-    work = dst.parent / "bundle-work"
+    work = dst.parent / (dst.name + ".work")
     with tarfile.open(src, "r:gz") as tar:
         tar.extractall(work, filter="data")
-    entry = work / "entries" / key
-    with open(entry / "winner.py", "a") as f:
-        f.write(DOUBLED)
-    meta = _reseal(entry, vectors_doubled=True)
     info = json.loads((work / "bundle.json").read_text())
-    info["entries"][key]["manifest"] = meta["manifest"]
-    info["entries"][key]["meta_sha256"] = hashlib.sha256((entry / META).read_bytes()).hexdigest()
+    for key in info["entries"]:
+        entry = work / "entries" / key
+        edit(entry)
+        meta = _reseal(entry)
+        info["entries"][key]["manifest"] = meta["manifest"]
+        info["entries"][key]["meta_sha256"] = hashlib.sha256((entry / META).read_bytes()).hexdigest()
     (work / "bundle.json").write_text(json.dumps(info))
     with tarfile.open(dst, "w:gz") as tar:
         for p in sorted(work.rglob("*")):
@@ -120,18 +120,32 @@ def _forge_bundle(src, dst, key):
     shutil.rmtree(work)
 
 
-def test_forged_bundle_entry_is_imported_but_refused_on_first_use(tmp_path, capsys):
+def _doubled(entry):
+    """Winner and stored test outputs doubled."""
+    with open(entry / "winner.py", "a") as f:
+        f.write(DOUBLED)
+    _reseal(entry, vectors_doubled=True)
+
+
+def serve_forged(tmp_path, capsys, edit):
+    """A graph searched on one machine, its bundle exported, rewritten by ``edit``, imported
+    into another cache and served there in cache-only mode: (key, genuine bundle, forged
+    bundle, what the serving process printed)."""
     from torch_cudal1.cli import main
     first = _compile(tmp_path / "m1", {})
     (key,) = first["keys"]
-    bundle, forged = tmp_path / "good.tgz", tmp_path / "forged.tgz"
-    assert main(["cache", "export", str(bundle), "--cache-dir", str(tmp_path / "m1")]) == 0
-    _forge_bundle(bundle, forged, key)
+    good, forged = tmp_path / "good.tgz", tmp_path / "forged.tgz"
+    assert main(["cache", "export", str(good), "--cache-dir", str(tmp_path / "m1")]) == 0
+    _rewrite(good, forged, edit)
     # Its hashes agree with each other: the import cannot tell.
     assert main(["cache", "import", str(forged), "--device", "cpu",
                  "--cache-dir", str(tmp_path / "m2")]) == 0
     capsys.readouterr()
-    served = _compile(tmp_path / "m2", {"mode": "cache-only"})
+    return key, good, forged, _compile(tmp_path / "m2", {"mode": "cache-only"})
+
+
+def test_forged_bundle_entry_is_imported_but_refused_on_first_use(tmp_path, capsys):
+    key, _, forged, served = serve_forged(tmp_path, capsys, _doubled)
     assert served["err"] < 1e-5                              # the fallback, not the forged winner
     s = served["stats"]
     assert s.get("foreign_refused") == 1 and not s.get("cache_hits")

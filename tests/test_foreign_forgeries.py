@@ -3,43 +3,20 @@ cannot tell: a bundle whose links write outside the cache, a winner labelled as 
 is right only on its own stored input, test vectors that are not inputs of the key (an empty
 batch, a huge one), inductor artefacts (pickles) from an unsigned producer, and `cudal1 cache
 verify` against a task.py that came with the entry. Genuine entries keep working."""
-import hashlib
 import io
 import json
-import shutil
 import tarfile
 
 import pytest
 import torch
 
 from test_cache_store import WINNER, make_entry
-from test_foreign_entries import _compile, _lines, _reseal
+from test_foreign_entries import _compile, _lines, _reseal, serve_forged
 from torch_cudal1.cache import archive, foreign
 from torch_cudal1.cache.bundle import BundleError, export_bundle, import_bundle
 from torch_cudal1.cache.store import META, CacheStore
 from torch_cudal1.cache.vectors import VectorsUnfit, stored_vectors
 from torch_cudal1.serve import audit
-
-
-def _rewrite(src, dst, edit):
-    """Bundle ``dst``: bundle ``src`` with ``edit(entry_dir)`` applied to every entry, every hash
-    (entry manifest, meta.json's hash in the bundle manifest) recomputed."""
-    work = dst.parent / (dst.name + ".work")
-    with tarfile.open(src, "r:gz") as tar:
-        tar.extractall(work, filter="data")
-    info = json.loads((work / "bundle.json").read_text())
-    for key in info["entries"]:
-        entry = work / "entries" / key
-        edit(entry)
-        meta = _reseal(entry)
-        info["entries"][key]["manifest"] = meta["manifest"]
-        info["entries"][key]["meta_sha256"] = hashlib.sha256((entry / META).read_bytes()).hexdigest()
-    (work / "bundle.json").write_text(json.dumps(info))
-    with tarfile.open(dst, "w:gz") as tar:
-        for p in sorted(work.rglob("*")):
-            if p.is_file():
-                tar.add(p, arcname=p.relative_to(work).as_posix())
-    shutil.rmtree(work)
 
 
 def _meta_edit(entry, **winner):
@@ -131,15 +108,7 @@ def _right_only_on_stored(entry):
 
 def test_a_winner_labelled_baseline_right_only_on_its_stored_input_is_refused(tmp_path, capsys):
     from torch_cudal1.cli import main
-    first = _compile(tmp_path / "m1", {})
-    (key,) = first["keys"]
-    good, forged = tmp_path / "good.tgz", tmp_path / "forged.tgz"
-    assert main(["cache", "export", str(good), "--cache-dir", str(tmp_path / "m1")]) == 0
-    _rewrite(good, forged, _right_only_on_stored)
-    assert main(["cache", "import", str(forged), "--device", "cpu",
-                 "--cache-dir", str(tmp_path / "m2")]) == 0
-    capsys.readouterr()
-    served = _compile(tmp_path / "m2", {"mode": "cache-only"})
+    key, good, _, served = serve_forged(tmp_path, capsys, _right_only_on_stored)
     assert served["err"] < 1e-5                              # the fallback served
     (line,) = _lines(served["_stderr"], "refused")
     assert f"{key} from bundle" in line and "drawn near this call's are wrong" in line

@@ -618,7 +618,7 @@ class Judge:
         from ..bench.device_lock import DeviceLock
         self.lock = DeviceLock(self.device)
         self._ref_shares = None
-        self.holds = None   # whether the worker holds outputs across batches (_timed_calls)
+        self.hold_outputs = None   # whether the worker holds outputs across batches (_may_hold)
         self._spawn_worker()
         t0 = self._clock()
         init = self.task.get_init_inputs()
@@ -1094,8 +1094,8 @@ class Judge:
 
     def _timed_calls(self, size: int, rng) -> list[dict]:
         """A batch of timed calls: each a new draw, or (about one in two) the previous call's
-        buffers refilled in part with a new draw. The outputs of a few, at random, are held by
-        the worker to the end of the run (``outputs_kept_apart``)."""
+        buffers refilled in part with a new draw. One call's outputs, at random, are held by the
+        worker for the next batches (``_may_hold``, ``outputs_kept_apart``)."""
         calls = []
         for i in range(size):
             if i and rng.random() < 0.5:
@@ -1111,11 +1111,11 @@ class Judge:
         """Whether the worker may hold outputs (one call of every batch, the last HELD_OUTPUTS
         of them): within HELD_BYTES, and only where the reference's calls give each its own
         memory."""
-        if self.holds is None:
+        if self.hold_outputs is None:
             size = sum(s["nbytes"] for s in self.specs if s)
-            self.holds = not self.stateful and HELD_OUTPUTS * size <= HELD_BYTES \
+            self.hold_outputs = not self.stateful and HELD_OUTPUTS * size <= HELD_BYTES \
                 and not self.reference_shares_across_calls()
-        return self.holds
+        return self.hold_outputs
 
     def _timed_inputs(self, calls: list[dict], k: int) -> list:
         """The inputs of timed call ``k``, made again here."""
