@@ -1,5 +1,6 @@
 """In-process unit tests of the verifier's parts: comparison, static filter, build-log trimming,
 guards, timing. No child processes."""
+import os
 import time
 
 import pytest
@@ -337,3 +338,96 @@ def test_cudnn_tf32_follows_the_users_switch(monkeypatch):
         assert not cudnn_tf32.allowed("cuda")
     finally:
         torch.backends.cudnn.allow_tf32 = before
+
+
+def test_input_fingerprint_sees_values_moved():
+    """A call that sorts its input in place keeps the plain sum of the input's words; the
+    fingerprint the harness takes of inputs changes, the same on the CPU and through torch."""
+    from torch_cudal1.harness.calls import _fp_numpy, _fp_torch, fingerprint, placed_fingerprint
+    for x in (torch.randn(64, 512, dtype=torch.float64), torch.randn(3, 5000),
+              torch.randint(-100, 100, (7, 13, 5), dtype=torch.int8), torch.randn(3)):
+        moved = x.clone()
+        moved.view(-1).copy_(moved.view(-1).flip(0)) if x.dim() == 1 else \
+            moved.copy_(moved.sort(dim=-1).values)
+        if x.element_size() == 8:   # 8-byte values moved: what a plain sum of words misses
+            assert fingerprint(moved) == fingerprint(x)
+        assert placed_fingerprint(moved) != placed_fingerprint(x)
+        assert placed_fingerprint(x.clone()) == placed_fingerprint(x)
+        b = x.reshape(-1).view(torch.uint8)
+        assert _fp_numpy(b) == _fp_torch(b)
+
+
+@pytest.mark.parametrize("outputs", [1, 4])
+def test_runner_holds_its_first_outputs_to_the_end(outputs):
+    """A ring of output buffers that comes round once in the whole run, after more batches than
+    the last HELD_OUTPUTS: the outputs held from the first batches show it, however many
+    outputs a call has (calls are held, not tensors)."""
+    import types
+    from torch_cudal1.harness.calls import HELD_OUTPUTS, Inputs, Runner, Slots, memfd, output_specs
+    from torch_cudal1.harness.protocol import layout
+
+    class Ring(torch.nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.bufs = [[torch.empty(8) for _ in range(outputs)] for _ in range(n)]
+            self.i = 0
+
+        def forward(self, x):
+            outs = self.bufs[self.i % len(self.bufs)]
+            self.i += 1
+            return tuple(torch.mul(x, k + 2.0, out=o) for k, o in enumerate(outs))
+
+    task = types.SimpleNamespace(get_inputs=lambda: [torch.randn(8)])
+    specs = output_specs(tuple(torch.zeros(8) for _ in range(outputs)))
+    fd = memfd(4 * layout(specs)[1])
+    per_batch = 4
+
+    def run(ring: int) -> list:
+        runner = Runner(Ring(ring), Inputs(task, "cpu"), Slots(fd, 4, specs, "cpu"), "cpu")
+        found = []
+        for b in range(3 * HELD_OUTPUTS):
+            calls = [{"seed": 100 * b + k} for k in range(per_batch)]
+            calls[0]["hold"] = True
+            reply = runner.run(calls)
+            assert reply["error"] is None
+            found.append(reply.get("held_changed"))
+        return found
+
+    ring = per_batch * (HELD_OUTPUTS + 2)   # round once, after the last held ones have moved on
+    seen = run(ring)
+    assert any(seen) and "held" in next(s for s in seen if s)
+    assert not any(run(10 ** 3))            # fresh buffers for the whole run: nothing to see
+    os.close(fd)
+
+
+def test_input_watch_sees_every_change_a_call_can_make_to_its_inputs():
+    """Bytes compared exactly, not summed: a sign flip (2^63 added to a float64's word) and a
+    write between a view's rows show, as do other memory given to an input (``set_``) and a
+    list appended to; a skipped input (one the reference writes) and memory it shares with
+    another are left to the comparison of its values."""
+    from torch_cudal1.harness.calls import InputWatch
+    base = torch.randn(64, 256, dtype=torch.float64)
+    x = base[:, :128]
+    xs = [x, [torch.randn(10), torch.randn(3)], 5]
+    assert InputWatch(xs).changed(xs) == []
+    w = InputWatch(xs)
+    x.neg_()
+    assert w.changed(xs) == [0]
+    w = InputWatch(xs)
+    base[:, 200] = 1.0
+    assert w.changed(xs) == [0]
+    w = InputWatch(xs)
+    xs[1][0].set_(torch.randn(10))
+    assert w.changed(xs) == [1]
+    w = InputWatch(xs)
+    xs[1].append(torch.ones(2))
+    assert w.changed(xs) == [1]
+    w = InputWatch(xs, skip=[1])
+    xs[1].append(torch.ones(2))
+    xs[1][0].add_(1.0)
+    assert w.changed(xs) == []
+    t = torch.randn(8)
+    both = [t, t]
+    w = InputWatch(both, skip=[0])
+    t.relu_()
+    assert w.changed(both) == []

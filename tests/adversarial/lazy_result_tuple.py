@@ -1,4 +1,4 @@
-# task: linear_act  expect: mismatch|nan
+# task: linear_act  expect: shape|mismatch|nan
 import torch
 import torch.nn as nn
 

@@ -67,6 +67,25 @@ def flatten(out) -> list:
     return [out]
 
 
+def structure(out, top: bool = True) -> str:
+    """The shape of a result's nesting, leaves as ``*``: ``*``, ``(*,*)``, ``{'a':*}`` (lists and
+    tuples alike), read through the base classes' own methods as ``flatten`` reads it. A result
+    of one element in a list or tuple is that element (a graph's outputs come as a tuple, and the
+    task rendered from it may return its one output bare)."""
+    cls = type(out)
+    if issubclass(cls, (list, tuple)):
+        items = list(list.__iter__(out) if issubclass(cls, list) else tuple.__iter__(out))
+        if top and len(items) == 1:
+            return structure(items[0], False)
+        return "(" + ",".join(structure(o, False) for o in items) + ")"
+    if issubclass(cls, dict):
+        keys = list(dict.keys(out))
+        if all(type(k) in _VALUES for k in keys):
+            return "{" + ",".join(f"{k!r}:{structure(dict.__getitem__(out, k), False)}"
+                                  for k in sorted(keys, key=str)) + "}"
+    return "*"
+
+
 def type_name(o) -> str:
     """``module.qualname`` of ``o``'s class, read through ``type``'s own descriptors (a metaclass's
     ``__name__`` property is the candidate's code)."""
@@ -90,6 +109,60 @@ def fingerprint(t: torch.Tensor) -> int:
     if n < b.numel():
         total += int(b[n:].sum(dtype=torch.int64))
     return total
+
+
+FP_BLOCK = 4096               # 64-bit words per row of ``placed_fingerprint``'s grid
+_FP_COLS, _FP_TAIL = 0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F   # odd: the terms' weights apart
+_U64 = (1 << 64) - 1
+
+
+def placed_fingerprint(t: torch.Tensor) -> int:
+    """``fingerprint`` that also sees where each value is: the 64-bit words laid out in rows of
+    FP_BLOCK, each row's sum weighted by its index and each column's by its own (the last
+    partial row's words by their own index). A plain sum keeps its value when a call moves an
+    input's values around (a sort in place); this does not. About three times the plain sum's
+    cost: it is taken of inputs, which a call must leave as they were."""
+    b = t.detach().contiguous().reshape(-1).view(torch.uint8)
+    return _fp_numpy(b) if b.device.type == "cpu" else _fp_torch(b)
+
+
+def _fp_numpy(b: torch.Tensor) -> int:
+    a = b.numpy()
+    n = a.size // 8 * 8
+    w = a[:n].view(np.uint64)
+    rows = w.size // FP_BLOCK
+    full = rows * FP_BLOCK
+    grid = w[:full].reshape(rows, FP_BLOCK)
+
+    def weighted(x) -> int:
+        return int((x * np.arange(1, x.size + 1, dtype=np.uint64)).sum(dtype=np.uint64))
+    by_row = weighted(grid.sum(axis=1, dtype=np.uint64)) if rows else 0
+    by_col = weighted(grid.sum(axis=0, dtype=np.uint64)) if rows else 0
+    tail = weighted(w[full:]) if w.size > full else 0
+    return _fp_combine(by_row, by_col, tail, int(a[n:].sum(dtype=np.uint64)))
+
+
+def _fp_torch(b: torch.Tensor) -> int:
+    """``_fp_numpy``'s figure from the device's own reductions, read back in one copy."""
+    n = b.numel() // 8 * 8
+    w = b[:n].view(torch.int64)
+    rows = w.numel() // FP_BLOCK
+    full = rows * FP_BLOCK
+    grid = w[:full].view(rows, FP_BLOCK)
+    zero = torch.zeros((), dtype=torch.int64, device=b.device)
+
+    def weighted(x):   # int64 arithmetic wraps as uint64's does
+        if not x.numel():
+            return zero
+        return (x * torch.arange(1, x.numel() + 1, dtype=torch.int64, device=x.device)).sum()
+    parts = torch.stack([weighted(grid.sum(1)) if rows else zero,
+                         weighted(grid.sum(0)) if rows else zero, weighted(w[full:]),
+                         b[n:].sum(dtype=torch.int64)]).tolist()
+    return _fp_combine(*(v & _U64 for v in parts))
+
+
+def _fp_combine(by_row: int, by_col: int, tail: int, rest: int) -> int:
+    return (by_row + by_col * _FP_COLS + tail * _FP_TAIL + rest) & _U64
 
 
 def is_dense(t) -> bool:
@@ -199,6 +272,131 @@ def refill(buf: torch.Tensor, new: torch.Tensor) -> None:
         buf.data.as_strided((n,), (1,)).copy_(new.as_strided((n,), (1,)))
 
 
+def refill_tree(buf, new, partial=None):
+    """``refill`` of every tensor of an input (a tensor, or lists and tuples of them) from the
+    same place in ``new``, in part (``mix``) where ``partial`` is a seed; tensors of another
+    shape and values that are not tensors stay as they were. Returns ``buf``."""
+    if isinstance(buf, torch.Tensor) and isinstance(new, torch.Tensor):
+        if buf.shape == new.shape:
+            refill(buf, new if partial is None else mix(buf, new, partial))
+    elif type(buf) in (list, tuple) and type(new) is type(buf) and len(buf) == len(new):
+        for b, f in zip(buf, new):
+            refill_tree(b, f, partial)
+    return buf
+
+
+SNAPSHOT_BYTES = 1 << 30   # inputs' memory copied whole up to this much a call, else fingerprinted
+
+
+def tensor_leaves(x) -> list:
+    """The tensors of an input: itself, or those in its lists, tuples and dicts (subclasses such
+    as ``nn.Parameter`` included)."""
+    return [t for t in flatten(x) if isinstance(t, torch.Tensor)]
+
+
+def _nesting(x) -> str:
+    """An input's nesting with its containers' lengths: a list the call appends to changes it."""
+    return structure(x, False)
+
+
+def _storage_bytes(st) -> torch.Tensor:
+    """A storage's bytes, all of them, as a 1-D uint8 tensor on its device."""
+    return torch.empty(0, dtype=torch.uint8, device=st.device).set_(st)
+
+
+class InputWatch:
+    """What a call must leave as it found it: each input's tensors, where they live (storage,
+    offset, strides, shape: ``set_`` gives a tensor other memory) and every byte of their
+    storages, elements between a view's rows included (a sliced input's neighbours are the
+    caller's too), copied before the call and compared exactly after it. Past SNAPSHOT_BYTES
+    a call, storages are fingerprinted instead (``placed_fingerprint``). Inputs in ``skip`` (the
+    ones the reference writes) are watched for their place only."""
+
+    def __init__(self, xs: list, skip=()):
+        self.skip = set(skip)
+        self.places = [[(t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.stride()),
+                         tuple(t.shape)) for t in tensor_leaves(x)] for x in xs]
+        self.nesting = [_nesting(x) for x in xs]
+        # (input index, storage, copy or fingerprint); memory a skipped input shares with
+        # another (one tensor passed twice) is the skipped one's
+        seen = {(str(t.untyped_storage().device), t.untyped_storage().data_ptr())
+                for j in self.skip if j < len(xs) for t in tensor_leaves(xs[j])}
+        self.stores = []
+        for j, x in enumerate(xs):
+            if j in self.skip:
+                continue
+            for t in tensor_leaves(x):
+                st = t.untyped_storage()
+                key = (str(st.device), st.data_ptr())
+                if st.nbytes() and key not in seen:
+                    seen.add(key)
+                    self.stores.append([j, st, None])
+        self.exact = sum(st.nbytes() for _, st, _ in self.stores) <= SNAPSHOT_BYTES
+        for entry in self.stores:
+            b = _storage_bytes(entry[1])
+            if not self.exact:
+                entry[2] = placed_fingerprint(b)
+            elif b.device.type == "cpu":   # one thread, as fingerprint()
+                entry[2] = b.numpy().copy()
+            else:
+                entry[2] = b.clone()
+
+    def changed(self, xs: list) -> list[int]:
+        """The inputs the call changed: their values, their memory's other bytes, or where
+        they live."""
+        out = {j for j, x in enumerate(xs)
+               if _nesting(x) != self.nesting[j] and j not in self.skip}
+        for j, x in enumerate(xs):
+            now = [(t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.stride()),
+                    tuple(t.shape)) for t in tensor_leaves(x)]
+            if j in self.skip:   # what the reference writes may grow (a list appended to)
+                now = now[:len(self.places[j])]
+            if now != self.places[j]:
+                out.add(j)
+        for j, st, before in self.stores:
+            if j in out:
+                continue
+            b = _storage_bytes(st)
+            if not self.exact:
+                same = placed_fingerprint(b) == before
+            elif b.device.type == "cpu":
+                a = b.numpy()
+                same = _bytes_equal(a, before)
+            else:
+                same = torch.equal(b, before)
+            if not same:
+                out.add(j)
+        return sorted(out)
+
+
+def _bytes_equal(a, b) -> bool:
+    if a.size % 8 == 0:
+        a, b = a.view(np.uint64), b.view(np.uint64)
+    return bool(np.array_equal(a, b))
+
+
+def clone_tree(x):
+    """A copy of an input: its tensors cloned, in lists and tuples of the same kinds."""
+    if isinstance(x, torch.Tensor):
+        return x.clone()
+    if type(x) in (list, tuple):
+        return type(x)(clone_tree(v) for v in x)
+    return x
+
+
+def restore_tree(x, saved) -> None:
+    """``x`` as ``saved`` (``clone_tree``) holds it, in place: its tensors refilled, what a call
+    appended to its lists taken off again."""
+    if isinstance(x, torch.Tensor) and isinstance(saved, torch.Tensor):
+        if x.shape == saved.shape:
+            refill(x, saved)
+    elif type(x) in (list, tuple) and type(saved) is type(x):
+        if type(x) is list:
+            del x[len(saved):]
+        for a, b in zip(x, saved):
+            restore_tree(a, b)
+
+
 def mix(old: torch.Tensor, new: torch.Tensor, seed: int, fraction: float = 0.15) -> torch.Tensor:
     """``old`` with a random part replaced by ``new``'s values: about ``fraction`` of the slices
     along its first dimension longer than one (whole samples of a batch keep their structure), or,
@@ -248,9 +446,9 @@ def _note_input_memory(metas: list, xs: list) -> None:
     """Mark each output whose storage is (part of) an input's with that input's index: the judge
     allows it where the reference's output is that input's memory too (a graph that returns its
     input or a view of it), and those outputs change when the harness refills the input."""
-    spans = [(str(x.device), x.untyped_storage().data_ptr(),
-              x.untyped_storage().data_ptr() + x.untyped_storage().nbytes(), j)
-             for j, x in enumerate(xs) if type(x) is torch.Tensor and x.numel()]
+    spans = [(str(t.device), t.untyped_storage().data_ptr(),
+              t.untyped_storage().data_ptr() + t.untyped_storage().nbytes(), j)
+             for j, x in enumerate(xs) for t in tensor_leaves(x) if t.numel()]
     for m in metas:
         if not m.get("span"):
             continue
@@ -267,7 +465,9 @@ class CallError(Exception):
         self.index, self.exc = index, e
 
 
-HELD_OUTPUTS = 4   # outputs held across batches (the judge sends a ``hold`` per batch)
+HELD_OUTPUTS = 4   # calls whose outputs are held across batches (a ``hold`` per batch) ...
+HELD_FIRST = 2     # ... and the first ones, held to the end: a ring of buffers that comes round
+                   # once in the whole run shows there
 
 
 class Runner:
@@ -275,48 +475,60 @@ class Runner:
 
     ``state``: a ``ModuleState`` put back before calls that ask for it (a task that keeps state
     across calls). ``own_file``: the candidate's source file, to tell its threads from a
-    library's. ``settings``: the process settings before the candidate, checked after a batch."""
+    library's. ``settings``: the process settings before the candidate, checked after a batch.
+    ``written``: the inputs the task's reference writes to (the judge found them): each call's
+    outputs are followed by those inputs as the call left them, compared like outputs, and a
+    call on an earlier call's inputs gets them back as they were before that call wrote them."""
 
     def __init__(self, model, inputs: Inputs, slots: Slots | None, device: str, *,
-                 state=None, own_file: str | None = None, settings=None, switches=None):
+                 state=None, own_file: str | None = None, settings=None, switches=None,
+                 written=()):
         self.model, self.inputs, self.slots, self.device = model, inputs, slots, device
         self.switches = switches   # global_settings.process_switches() before the import
         self.cuda = str(device).startswith("cuda")
         self.state, self.own_file, self.settings = state, own_file, settings
         self.kept: dict[str, list] = {}
+        self.written = tuple(int(j) for j in written)
+        self.pristine: dict[str, dict] = {}   # kept inputs the reference writes, before the call
         # outputs of the calls the judge named (``hold``, one a batch), the last HELD_OUTPUTS
         # kept alive: a buffer handed out again in a later batch (a ring of outputs longer than
         # a batch, a CUDA graph's static output) shows as a held output changed or shared
-        self.held: list[tuple] = []
+        self.held: list[list] = []        # per call: (output, fingerprint, span, label, batch)
+        self.held_first: list[list] = []
         self.batches = 0
         self.flush = L2Flush(device) if self.cuda else None
 
     # -- inputs ---------------------------------------------------------------------------------
     def _inputs(self, c: dict) -> list:
-        if "reuse" in c:
-            xs = self.kept[c["reuse"]]
-        elif "refill" in c:
-            xs = self.kept[c["refill"]]
-            fresh = self.inputs.draw(c["seed"])
-            for b, f in zip(xs, fresh):
-                if isinstance(b, torch.Tensor) and isinstance(f, torch.Tensor) \
-                        and b.shape == f.shape:
-                    if c.get("partial") is not None:
-                        f = mix(b, f, c["partial"])
-                    refill(b, f)   # same address, shape and version counter
+        if "reuse" in c or "refill" in c:
+            name = c["reuse"] if "reuse" in c else c["refill"]
+            xs = self.kept[name]
+            for j, v in self.pristine.get(name, {}).items():
+                restore_tree(xs[j], v)   # as the caller gave it, before the call wrote to it
+            if "refill" in c:
+                fresh = self.inputs.draw(c["seed"])
+                for b, f in zip(xs, fresh):   # same addresses, shapes and version counters
+                    refill_tree(b, f, c.get("partial"))
+                if name in self.pristine:
+                    self._keep_pristine(name, xs)
         elif c.get("real"):
             xs = self.inputs.real()
         else:
             xs = self.inputs.draw(c["seed"])
         if c.get("keep_as"):
             self.kept[c["keep_as"]] = xs
+            self._keep_pristine(c["keep_as"], xs)
         return xs
+
+    def _keep_pristine(self, name: str, xs: list) -> None:
+        if self.written:
+            self.pristine[name] = {j: clone_tree(xs[j]) for j in self.written if j < len(xs)}
 
     # -- one call -------------------------------------------------------------------------------
     def _call(self, k: int, c: dict, kept_outputs: list) -> dict:
         with torch.no_grad():
             xs = self._inputs(c)
-        before = [fingerprint(x) if isinstance(x, torch.Tensor) else None for x in xs]
+        watch = InputWatch(xs, skip=self.written)
         if c.get("restore") and self.state is not None:
             self.state.restore()
         if c.get("rng") is not None:
@@ -349,7 +561,8 @@ class Runner:
                     left = guards.disarm(hooks)
             except BaseException as e:  # noqa: BLE001
                 raise CallError(k, e) from None
-        outs = flatten(out)
+        tree = structure(out)
+        outs = flatten(out) + [t for j in self.written if j < len(xs) for t in tensor_leaves(xs[j])]
         metas = [self._snapshot(k, i, o) for i, o in enumerate(outs)]
         _note_input_memory(metas, xs)
         if self.cuda:
@@ -358,7 +571,7 @@ class Runner:
         new_threads = [t for t in threading.enumerate() if t not in threads and t.is_alive()]
         if new_threads:
             time.sleep(THREAD_GRACE_S)
-        rec = {"ms": ms, "outputs": metas}
+        rec = {"ms": ms, "outputs": metas, "tree": tree}
         if left:   # found (and taken off) before the harness touched its outputs
             rec["hooks_left"] = left
         for i, m in enumerate(metas):
@@ -368,8 +581,7 @@ class Runner:
                    fingerprint(o) != m["fp"]]
         if changed:
             rec["changed_after_return"] = changed
-        mutated = [j for j, (x, f) in enumerate(zip(xs, before))
-                   if f is not None and fingerprint(x) != f]
+        mutated = watch.changed(xs)
         if mutated:
             rec["inputs_mutated"] = mutated
         own = [t for t in new_threads if self._started_by_candidate(t)]
@@ -379,12 +591,17 @@ class Runner:
         if alive:
             rec["threads_alive"] = alive
         kept_outputs.append(outs)
-        if c.get("hold"):
-            self.held += [(o, m["fp"], m["span"], f"call {k} of batch {self.batches}",
-                           self.batches)
-                          for o, m in zip(outs, metas)
-                          if m.get("copied") and m.get("span") and "input" not in m]
-            del self.held[:-HELD_OUTPUTS]
+        if c.get("hold"):   # True, or the indices of the outputs to hold
+            which = c["hold"]
+            new = [(o, m["fp"], m["span"], f"call {k} of batch {self.batches}", self.batches)
+                   for i, (o, m) in enumerate(zip(outs, metas))
+                   if (which is True or i in which) and m.get("copied") and m.get("span")
+                   and "input" not in m]
+            if len(self.held_first) < HELD_FIRST:
+                self.held_first.append(new)
+            else:
+                self.held.append(new)
+                del self.held[:-HELD_OUTPUTS]
         if collecting:
             _gc_on()
         return rec
@@ -421,7 +638,8 @@ class Runner:
     def _held_changed(self, recs: list) -> str | None:
         """The first output held from an earlier batch that this batch's calls changed or
         handed out again (its memory is alive: the allocator cannot have given it out)."""
-        for o, fp, span, label, batch in self.held:
+        for o, fp, span, label, batch in [h for call in self.held_first + self.held
+                                          for h in call]:
             if batch == self.batches:
                 continue         # this batch's own: its ``changed_later`` covers it
             if fingerprint(o) != fp:
@@ -470,7 +688,7 @@ class Runner:
         reply = {"calls": recs, "error": error}
         if later:
             reply["changed_later"] = later
-        if error is None and self.held:
+        if error is None and (self.held or self.held_first):
             held = self._held_changed(recs)
             if held:
                 reply["held_changed"] = held
@@ -488,6 +706,7 @@ class Runner:
         del kept
         for name in [n for n in self.kept if n.startswith("_")]:   # a batch's own inputs
             del self.kept[name]
+            self.pristine.pop(name, None)
         return reply
 
 

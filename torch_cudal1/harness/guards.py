@@ -24,7 +24,7 @@ _TORCH_FUNCS = ("allclose", "isclose", "equal", "manual_seed", "seed", "initial_
                 "get_rng_state", "set_rng_state", "randn", "rand", "randint", "randn_like",
                 "rand_like", "empty", "empty_like", "zeros", "ones", "full", "isfinite", "isnan",
                 "abs", "sub", "norm", "stack", "cat", "as_strided", "clone", "tensor", "is_tensor",
-                "no_grad", "inference_mode", "from_numpy")
+                "no_grad", "inference_mode", "from_numpy", "arange")
 _TENSOR_METHODS = ("clone", "copy_", "cpu", "to", "double", "float", "detach", "numel", "data_ptr",
                    "abs", "sub", "__sub__", "__eq__", "__ne__", "__lt__", "__gt__", "__le__", "__ge__",
                    "norm", "isfinite", "isnan", "item", "tolist", "any", "all", "sum", "max", "min",
@@ -44,7 +44,7 @@ _MODULE_FUNCS = {
            "process_time", "sleep"),
     random: ("seed", "random", "getrandbits", "randrange", "SystemRandom", "getstate", "setstate"),
     os: ("urandom", "getpid", "_exit", "replace", "write", "fsync"),
-    np: ("copyto", "uint64", "uint8", "frombuffer", "ndarray"),   # the harness's fingerprints, copies
+    np: ("copyto", "uint64", "uint8", "frombuffer", "ndarray", "arange"),   # fingerprints, copies
     statistics: ("median", "quantiles", "mean"),
     threading: ("active_count", "enumerate", "Thread"),
     builtins: ("isinstance", "type", "len", "abs", "max", "min", "sum", "sorted", "float", "int",

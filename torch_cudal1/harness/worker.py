@@ -180,7 +180,8 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
             return fail("reading its state", e)
     phases["build_s"] = round(time.monotonic() - t1, 3)
     runner = Runner(model, Inputs(drawn, device, real), slots, device, state=state,
-                    own_file=setup["candidate"], settings=settings, switches=switches)
+                    own_file=setup["candidate"], settings=settings, switches=switches,
+                    written=setup.get("written") or ())
     send(rep_fd, {"ready": True, "phases": phases, "rebound": changed(snap)[:20],
                   "switches_moved": global_settings.switches_moved(switches),
                            "scoped": global_settings.describe(changes) if changes else None,
@@ -248,7 +249,7 @@ def _calibrate(task, init, setup, slots, Inputs, Runner, quiet_cpu, send, recv, 
         torch.manual_seed(int(setup["seed0"]))
         ref = task.Model(*init).to(device).eval()
         runner = Runner(ref, Inputs(task, device, None), slots, device, state=None, own_file=None,
-                        settings=None)
+                        settings=None, written=setup.get("written") or ())
     except BaseException as e:  # noqa: BLE001 - the judge then judges without this figure
         send(rep_fd, {"calibrating": False, "text": chain_text(e)[-2000:]})
         ref = runner = None

@@ -28,6 +28,8 @@ fails, and torch.compile keeps eager's output strides for just that reason.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 
 NORM_TOL = {torch.float64: 1e-9, torch.float32: 1e-3, torch.float16: 5e-3, torch.bfloat16: 2e-2,
@@ -84,6 +86,21 @@ def determined_tol(dtype: torch.dtype, precision: str | None = None) -> float | 
     # of themselves, which random inputs practically never do.
     unit = torch.finfo(dtype).eps / 2
     return min(DETERMINED * unit / _UNIT32, DETERMINED_CAP) / coarser
+
+
+def values_match(ref, got, hi=None, tol: float | None = None) -> bool:
+    """A Python value output: exactly equal, but for floats (a tensor's ``.item()``), which may
+    differ by ``tol`` of their size (the bound of the task's floating tensors; float32's at
+    "highest" where it has none), or by SLACK times the native reference's own error against its
+    float64 run (``hi``)."""
+    if type(ref) is not float or type(got) not in (float, int):
+        return type(got) is type(ref) and got == ref
+    if math.isnan(ref) or math.isinf(ref):
+        return got == ref or (math.isnan(ref) and math.isnan(got))
+    allowed = (FP32_TOL["highest"][0] if tol is None else tol) * abs(ref)
+    if type(hi) is float and math.isfinite(hi):
+        allowed = max(allowed, SLACK * abs(ref - hi))
+    return abs(float(got) - ref) <= allowed
 
 
 def flatten_outputs(out) -> list:
@@ -275,7 +292,8 @@ def _float_stats(r, n, h, elem_tol: float, checker, determined: float | None = N
 
 def compare(native, new, hi=None, *, check_stride: bool = False, check_layout: bool = False,
             norm_tol: float | None = None, elem_tol: float | None = None,
-            checker=None, precision: str | None = None) -> tuple[str, str, dict]:
+            checker=None, precision: str | None = None,
+            value_tol: float | None = None) -> tuple[str, str, dict]:
     """Return (reason, detail, stats); reason "ok" when ``new`` matches. ``hi`` defaults to
     ``native`` (no higher-precision reference available). ``checker``: the native helpers
     module (``bench.native``), whose C++ ``check_close`` then computes the error statistics.
@@ -287,7 +305,12 @@ def compare(native, new, hi=None, *, check_stride: bool = False, check_layout: b
     worst, most_lost = 0.0, 0
     for i, (r, n, h) in enumerate(zip(refs, news, his)):
         if not isinstance(r, torch.Tensor):
-            if isinstance(n, torch.Tensor) or r != n:
+            tol = value_tol
+            if tol is None:   # the tightest bound of the answer's own floating tensors
+                tol = min((tolerances(t.dtype, precision)[0] for t in refs
+                           if isinstance(t, torch.Tensor) and t.is_floating_point()),
+                          default=None)
+            if isinstance(n, torch.Tensor) or not values_match(r, n, h, tol):
                 return "mismatch", f"output {i}: {n!r} != {r!r}", {}
             continue
         bad = check_real_tensor(n, i)

@@ -49,8 +49,9 @@ import torch
 from .. import global_settings
 from ..contracts import Timing, Verdict
 from ..harness import protocol
-from ..harness.calls import (Inputs, Runner, Slots, fingerprint, flatten, memfd, mix, output_specs,
-                             quiet_cpu, refill)
+from ..harness.calls import (HELD_FIRST, HELD_OUTPUTS, InputWatch, Inputs, Runner, Slots,
+                             fingerprint, flatten, memfd, mix, output_specs, quiet_cpu,
+                             refill_tree, structure, tensor_leaves)
 from ..harness.errors import classify_exception, classify_reported
 from ..harness.real_inputs import clone_layout
 from ..harness.state import ModuleState
@@ -71,8 +72,8 @@ FIRST_CALL_FLOOR_S = 120.0  # an engine's candidate's first calls (its lazy comp
 MIN_TIMED_BATCH = 4         # calls; a timed batch is never smaller (the first, warm-up one is 3)
 BUILD_POLL_S = 2.0          # how often a first call past its allowance is looked at for a compiler
 CALL_FLOOR_S = 30.0         # later batches: this, plus 20x what the reference took for the same calls
-HELD_OUTPUTS = 4            # timed calls whose outputs the worker holds (calls.HELD_OUTPUTS)
-HELD_BYTES = 256 << 20      # at most this much of them (each side: the reference holds too)
+HELD_BYTES = 256 << 20      # at most this much of the outputs the worker holds (calls.HELD_*;
+                            # each side: the reference holds too)
 MIN_TIMED_BATCHES = 3       # and judged on the median batch of at least this many
 BUSY_SHARE = 0.25           # of a core, used by other processes during a batch: it judges nothing
 HARNESS_ROUNDS = 3          # batches on the reference in both processes before the candidate's import
@@ -103,14 +104,29 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def _clone(xs):
-    """Copies with the inputs' strides (a graph's views and ``as_strided`` depend on them)."""
-    return [clone_layout(x) if isinstance(x, torch.Tensor) else x for x in xs]
+def _clone(xs, dtype=None, _memo=None):
+    """Copies with the inputs' strides (a graph's views and ``as_strided`` depend on them), the
+    tensors in lists, tuples and dicts too, one tensor given twice copied once (a write through
+    one is seen through the other, as the caller's would be); floating ones in ``dtype`` where
+    it is given."""
+    memo = {} if _memo is None else _memo
+
+    def one(x):
+        if isinstance(x, torch.Tensor):
+            if id(x) not in memo:
+                memo[id(x)] = clone_layout(
+                    x, dtype=dtype if dtype and x.is_floating_point() else None)
+            return memo[id(x)]
+        if type(x) in (list, tuple):
+            return type(x)(one(v) for v in x)
+        if type(x) is dict:
+            return {k: one(v) for k, v in x.items()}
+        return x
+    return [one(x) for x in xs]
 
 
 def _upcast(xs):
-    return [clone_layout(x, dtype=torch.float64) if isinstance(x, torch.Tensor)
-            and x.is_floating_point() else x for x in xs]
+    return _clone(xs, torch.float64)
 
 
 def _spans_overlap(spans: list) -> tuple | None:
@@ -148,6 +164,12 @@ class Worker:
         self.scoped = None
         self.wall_ping = 0.0
 
+    def _send(self, obj, signer=None) -> None:
+        try:
+            protocol.send(self.req, obj, signer)
+        except (BrokenPipeError, ConnectionResetError):
+            pass   # the worker is gone: its last words, or its end, are read next (_reply)
+
     def spawn(self) -> None:
         """Start the process: it imports torch and what a serving process has loaded while the
         judge builds the reference, then waits for its setup."""
@@ -176,14 +198,14 @@ class Worker:
         _, slot_bytes = protocol.layout(specs)
         os.ftruncate(self.slot_fd, max(count * slot_bytes, 1))
         self.slots = Slots(self.slot_fd, count, specs, "cpu")
-        protocol.send(self.req, {**setup, "key": self.signer.key.hex()})
+        self._send({**setup, "key": self.signer.key.hex()})
         when = "building the reference" if setup.get("calibrate") else "while importing and building"
         reply, _ = self._reply(timeout_s, when)
         return reply
 
     def import_candidate(self, timeout_s: float) -> dict:
         """After the harness's calibration on the reference: import and build the candidate."""
-        protocol.send(self.req, {"op": "import"}, self.req_signer)
+        self._send({"op": "import"}, self.req_signer)
         reply, _ = self._reply(timeout_s, "while importing and building")
         return reply
 
@@ -250,18 +272,18 @@ class Worker:
     def batch(self, calls: list[dict], timeout_s: float, when: str,
               build_until: float | None = None):
         t0 = time.perf_counter()
-        protocol.send(self.req, {"op": "batch", "calls": calls}, self.req_signer)
+        self._send({"op": "batch", "calls": calls}, self.req_signer)
         reply, _ = self._reply(timeout_s, when, build_until)
         return reply, time.perf_counter() - t0
 
     def rebound(self) -> list:
-        protocol.send(self.req, {"op": "check"}, self.req_signer)
+        self._send({"op": "check"}, self.req_signer)
         reply, _ = self._reply(60.0, "checking its process")
         return [str(r) for r in reply.get("rebound") or []]
 
     def ping(self) -> float:
         t0 = time.perf_counter()
-        protocol.send(self.req, {"op": "ping"}, self.req_signer)
+        self._send({"op": "ping"}, self.req_signer)
         self._reply(30.0, "answering a ping")
         return time.perf_counter() - t0
 
@@ -281,7 +303,7 @@ class Worker:
     def close(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             try:
-                protocol.send(self.req, {"op": "bye"}, self.req_signer)
+                self._send({"op": "bye"}, self.req_signer)
                 self.proc.wait(timeout=5)
             except (OSError, subprocess.TimeoutExpired):
                 pass
@@ -341,13 +363,20 @@ class Judge:
         if self.stateful:
             self.ref_state.restore()
         with torch.no_grad():
-            native = self.ref(*_clone(inputs))
+            xs = _clone(inputs)
+            watch = InputWatch(xs) if self.written is None else None
+            native = self.ref(*xs)
+            if watch is not None:   # the first call: which inputs the reference writes to
+                _sync(self.device)
+                self.written, self.ref_tree = watch.changed(xs), structure(native)
+            native = self._with_written(native, xs)
             hi = None
             if self.ref_hi is not None and want_hi:
                 if self.stateful:
                     self.hi_state.restore()
                 try:
-                    hi = self.ref_hi(*_upcast(_clone(inputs)))
+                    xs = _upcast(inputs)
+                    hi = self._with_written(self.ref_hi(*xs), xs)
                     self.hi_ran = True
                 except Exception as e:  # noqa: BLE001 - an op without float64: native is the answer
                     if self.hi_ran and classify_exception(e)[0] == "memory":
@@ -358,13 +387,24 @@ class Judge:
         _sync(self.device)
         return native, hi
 
+    def _with_written(self, out, xs):
+        """The reference's answer as the candidate's is compared: its outputs, then the inputs
+        it writes to as the call left them (``Runner``'s ``written``: the inputs its first call,
+        ever, changed — a buffer it fills, a cache it appends to — which a candidate must write
+        alike; found there so that a reference keeping state it cannot put back is called no
+        more often than before)."""
+        if not self.written:
+            return out
+        return (*flatten(out), *(t for j in self.written for t in tensor_leaves(xs[j])))
+
     def draw(self, seed: int):
         with torch.no_grad():
             return self.inputs.draw(seed)
 
     # -- comparing ----------------------------------------------------------------------------
     def cmp(self, native, got, hi):
-        return compare(native, got, hi, precision=self.compare_at, checker=self.checker)
+        return compare(native, got, hi, precision=self.compare_at, checker=self.checker,
+                       value_tol=self.value_tol)
 
     def check(self, expected, got, what: str, *, earlier=()):
         native, hi = expected
@@ -438,11 +478,14 @@ class Judge:
                          "own work on its outputs would run its code, outside the call's time")
         if len(metas) != len(refs):
             raise Reject("shape", f"{what}: {len(metas)} outputs, expected {len(refs)}")
+        if rec.get("tree") != self.ref_tree:
+            raise Reject("shape", f"{what}: returns {str(rec.get('tree'))[:120]}, the reference "
+                                  f"{self.ref_tree[:120]} (tensors as *)")
         for i, (m, r) in enumerate(zip(metas, refs)):
-            if not isinstance(r, torch.Tensor):
-                if m.get("kind") != "value" or m.get("value") != r:
-                    raise Reject("mismatch", f"{what}: output {i} is {m.get('value', m.get('type'))!r}, "
-                                             f"expected {r!r}")
+            if not isinstance(r, torch.Tensor):   # its value: compared with this call's answer
+                if m.get("kind") != "value":
+                    raise Reject("mismatch", f"{what}: output {i} is a {m.get('type')}, expected "
+                                             f"a {type(r).__name__}")
                 continue
             if m.get("kind") != "tensor":
                 raise Reject("mismatch", f"{what}: output {i} is a {m.get('type')}, expected a tensor")
@@ -543,15 +586,17 @@ class Judge:
             k, i = later[0]
             raise Reject("output_aliased", f"the output of {whats[k]} changed when later calls ran "
                                            "(a reused output buffer)")
+        spared = self.ref_shared_outputs()
         spans = [(m["device"], m["span"][0], m["span"][1], k) for k, rec in enumerate(recs)
-                 for m in rec["outputs"] if m.get("span") and "input" not in m]
+                 for i, m in enumerate(rec["outputs"])
+                 if m.get("span") and "input" not in m and i not in spared]
         shared = _spans_overlap(spans)
-        if shared and not self.reference_shares_across_calls():
+        if shared:
             raise Reject("output_aliased", f"the outputs of {whats[shared[0]]} and "
                                            f"{whats[shared[1]]} share memory, which the "
                                            "reference's do not (a result kept across calls)")
         held = reply.get("held_changed")
-        if held and not self.reference_shares_across_calls():
+        if held:   # the worker holds only outputs the reference gives memory of their own
             raise Reject("output_aliased", f"{str(held)[:200]}, in the batch from {whats[0]} "
                                            "(a reused output buffer: a caller that keeps an "
                                            "output sees it overwritten)")
@@ -568,7 +613,7 @@ class Judge:
         with self.lock.shared(), torch.no_grad():
             if self.stateful:
                 self.ref_state.restore()
-            outs = self.ref(*xs)
+            outs = self._with_written(self.ref(*xs), xs)
         _sync(self.device)
         ins = [(d, a, b, j) for j, x in enumerate(xs) for d, a, b, _ in _tensor_spans([x], j)]
         found = {}
@@ -579,11 +624,20 @@ class Judge:
                     found[i] = hit
         return found
 
-    def reference_shares_across_calls(self) -> bool:
+    def ref_shared_outputs(self) -> set[int]:
+        """The reference's outputs whose memory its next call hands out again (a parameter or a
+        buffer it returns): those alone are spared the checks across calls."""
         if self._ref_shares is None:
-            a = self.reference(self.draws[0], hi=False)[0]
-            b = self.reference(self.draws[min(1, len(self.draws) - 1)], hi=False)[0]
-            self._ref_shares = _spans_overlap(_tensor_spans(a, 0) + _tensor_spans(b, 1)) is not None
+            a = flatten(self.reference(self.draws[0], hi=False)[0])
+            b = flatten(self.reference(self.draws[min(1, len(self.draws) - 1)], hi=False)[0])
+            spans_b = [(i, sp) for i, o in enumerate(b) for sp in _tensor_spans([o], i)]
+            shared = set()
+            for i, o in enumerate(a):
+                for d, s0, e0, _ in _tensor_spans([o], i):
+                    for j, (d2, s1, e1, _) in spans_b:
+                        if d == d2 and s0 < e1 and s1 < e0:
+                            shared |= {i, j}
+            self._ref_shares = shared
         return self._ref_shares
 
     def call_timeout(self, n_calls: int, ref_s: float | None = None) -> float:
@@ -618,6 +672,7 @@ class Judge:
         from ..bench.device_lock import DeviceLock
         self.lock = DeviceLock(self.device)
         self._ref_shares = None
+        self.written, self.ref_tree, self.value_tol = None, "*", None
         self.hold_outputs = None   # whether the worker holds outputs across batches (_may_hold)
         self._spawn_worker()
         t0 = self._clock()
@@ -635,6 +690,10 @@ class Judge:
             self.seeds.append(None)
             self.draws.append(self.inputs.real())
         self._detect_state(self.draws[0])
+        # Python floats a task returns are held to the tightest bound of its floating tensors
+        self.value_tol = min((tolerances(t.dtype, self.precision)[0]
+                              for t in tensor_leaves(self.draws[0])
+                              if t.is_floating_point()), default=None)
         t_ref = time.perf_counter()
         if self.precision == "highest" and cudnn_tf32.allowed(self.device):
             first, conv = cudnn_tf32.run_noting(self.reference, self.draws[0])
@@ -732,6 +791,7 @@ class Judge:
         setup = {"task_file": str(own / "task.py"), "candidate": str(own / CANDIDATE_FILE),
                  "device": self.device, "seed0": self.seed0, "settings": req.get("settings") or {},
                  "specs": self.specs, "slots": self.batch, "stateful": self.stateful,
+                 "written": self.written,
                  "real_inputs": str(own / REAL_INPUTS_FILE) if req.get("real_inputs") else None,
                  "write_roots": self.write_roots + [str(wd / "worker")],
                  "isolate": not self.trusted,
@@ -783,7 +843,8 @@ class Judge:
         slots = Slots(fd, self.batch, self.specs, "cpu")
         try:
             yield Runner(self.ref, self.inputs, slots, self.device,
-                         state=self.ref_state if self.stateful else None), slots
+                         state=self.ref_state if self.stateful else None,
+                         written=self.written), slots
         finally:
             slots.close()
             os.close(fd)
@@ -927,8 +988,7 @@ class Judge:
         mask = _fresh_seed() if partial else None
         fresh = self.draw(seed)
         for b, f in zip(self.draws[0], fresh):
-            if isinstance(b, torch.Tensor) and isinstance(f, torch.Tensor) and b.shape == f.shape:
-                refill(b, f if mask is None else mix(b, f, mask))
+            refill_tree(b, f, mask)
         _sync(self.device)
         exp = self.reference(self.draws[0])
         spec = self.spec(refill="d0", seed=seed)
@@ -1104,7 +1164,7 @@ class Judge:
             else:
                 calls.append(self.spec(seed=_fresh_seed(), keep_as=f"_t{i}"))
         if self._may_hold():
-            calls[rng.randrange(size)]["hold"] = True
+            calls[rng.randrange(size)]["hold"] = self.hold_outputs
         return calls
 
     def _may_hold(self) -> bool:
@@ -1112,10 +1172,12 @@ class Judge:
         of them): within HELD_BYTES, and only where the reference's calls give each its own
         memory."""
         if self.hold_outputs is None:
-            size = sum(s["nbytes"] for s in self.specs if s)
-            self.hold_outputs = not self.stateful and HELD_OUTPUTS * size <= HELD_BYTES \
-                and not self.reference_shares_across_calls()
-        return self.hold_outputs
+            spared = self.ref_shared_outputs()
+            fresh = [i for i, s in enumerate(self.specs) if s and i not in spared]
+            size = sum(self.specs[i]["nbytes"] for i in fresh)
+            ok = not self.stateful and (HELD_OUTPUTS + HELD_FIRST) * size <= HELD_BYTES
+            self.hold_outputs = fresh if ok else []
+        return bool(self.hold_outputs)
 
     def _timed_inputs(self, calls: list[dict], k: int) -> list:
         """The inputs of timed call ``k``, made again here."""
@@ -1123,8 +1185,9 @@ class Judge:
         if "refill" not in c:
             return self.draw(c["seed"])
         base, fresh = self._timed_inputs(calls, k - 1), self.draw(c["seed"])
-        return [_refilled(b, f, c["partial"]) if isinstance(b, torch.Tensor) and isinstance(
-            f, torch.Tensor) and b.shape == f.shape else f for b, f in zip(base, fresh)]
+        memo: dict = {}   # one tensor given as two inputs is refilled once, and stays one
+        return [memo.setdefault(id(b), _refilled(b, f, c["partial"])) if isinstance(
+            b, torch.Tensor) else _refilled(b, f, c["partial"]) for b, f in zip(base, fresh)]
 
     def _cross_check(self, median: float, batches: list[dict], extra: dict) -> float:
         """The candidate's reported times against this process's clock. The wall time of a
@@ -1244,9 +1307,14 @@ class Judge:
                              f"during timing, {whats[k]}: {detail}", **stats)
 
 
-def _refilled(b: torch.Tensor, f: torch.Tensor, partial) -> torch.Tensor:
-    """What ``calls.refill`` leaves in buffer ``b`` refilled in part from ``f``: an input whose
-    elements share memory keeps its values where the mixed draw has another layout."""
+def _refilled(b, f, partial):
+    """What ``calls.refill_tree`` leaves in input ``b`` refilled in part from ``f``: an input
+    whose elements share memory keeps its values where the mixed draw has another layout; lists
+    and tuples are refilled tensor by tensor, and anything else stays as it was."""
+    if type(b) in (list, tuple) and type(f) is type(b) and len(b) == len(f):
+        return type(b)(_refilled(x, y, partial) for x, y in zip(b, f))
+    if not (isinstance(b, torch.Tensor) and isinstance(f, torch.Tensor) and b.shape == f.shape):
+        return b
     new = mix(b, f, partial)
     if torch._debug_has_internal_overlap(b) == 1 and new.stride() != b.stride():
         return b
