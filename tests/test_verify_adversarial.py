@@ -167,7 +167,7 @@ def test_engine_code_compiles_into_private_caches(tmp_path, monkeypatch):
 @pytest.mark.parametrize("name", ["draw_swap_per_call.py", "randn_swap_per_call.py"])
 def test_what_the_draw_calls_swapped_for_one_call_buys_no_time(name, build_cache):
     """Work moved into the harness's untimed draw (the task's get_inputs or torch.randn swapped
-    for the next draw only, put back before any check) made such a candidate look 20x faster;
+    for the next draw only, put back before any check) made such a candidate look many times faster;
     the harness's draw runs its own copies, so it is timed at the reference's own speed."""
     src, task, _ = _case(ADV / name)
     verdict, timing = evaluate(task, Candidate(src, origin=f"test:{name}"),
