@@ -79,10 +79,13 @@ def scan_task(row: dict, limit_s: float, max_elements: int) -> dict:
     return out
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def scan_all(scan, description: str, default_out: str):
+    """Parse the scans' common options, run ``scan(row, task_limit_s, max_elements)`` over the
+    KernelBench rows until ``--limit-s``, one record a line in ``records.jsonl``: (args, rows,
+    records, the output folder)."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--data", default=str(kernelbench_data()))
-    ap.add_argument("--out", default="benchmarks/results/lost_elements_scan/cpu")
+    ap.add_argument("--out", default=default_out)
     ap.add_argument("--task-limit-s", type=float, default=60.0)
     ap.add_argument("--max-elements", type=int, default=1 << 26)
     ap.add_argument("--limit-s", type=float, default=3600.0, help="stop starting tasks after this")
@@ -99,11 +102,17 @@ def main() -> None:
         for r in rows:
             if time.monotonic() - t0 > args.limit_s:
                 break
-            rec = scan_task(r, args.task_limit_s, args.max_elements)
+            rec = scan(r, args.task_limit_s, args.max_elements)
             recs.append(rec)
             f.write(json.dumps(rec) + "\n")
             f.flush()
             print(json.dumps(rec)[:200], flush=True)
+    return args, rows, recs, out
+
+
+def main() -> None:
+    _, rows, recs, out = scan_all(scan_task, __doc__.split("\n\n")[0],
+                                  "benchmarks/results/lost_elements_scan/cpu")
     scanned = [r for r in recs if "skipped" not in r]
     lines = ["# Lost elements: honest inductor code against the verifier's rule (CPU)", "",
              "```bash", " ".join(["PYTHONPATH=. python3 benchmarks/lost_elements_scan.py"]

@@ -178,3 +178,21 @@ def test_partial_refill_keeps_structure():
     one = mix(torch.randn(1, 7), torch.randn(1, 7), seed=6)   # batch of one: the next dimension
     assert one.shape == (1, 7)
     assert torch.equal(mix(x, y, seed=5), z)   # the same seed, the same mix (judge and worker)
+
+
+def test_the_wide_draw_checks_where_the_reference_holds_and_says_where_it_skips():
+    """Inputs 64 times as wide as get_inputs draws them: a softmax without its maximum subtracted
+    overflows there and is refused, although right on every randn draw; a task whose reference
+    overflows there itself is not judged on them, and the verdict says so."""
+    naive, _ = evaluate(_task("softmax_rows"), Candidate(_source("softmax_without_max.py"),
+                                                         "test:naive"), time_it=False)
+    assert naive.reason == "nan" and "64 times as wide" in naive.detail, naive.detail
+    honest, _ = evaluate(_task("softmax_rows"), Candidate(_source("honest_softmax_by_hand.py"),
+                                                          "test:honest"), time_it=False)
+    assert honest.accepted and honest.stats["wide_draw"] == "checked", honest.stats
+    skipped, _ = evaluate(_task("exp_normalised"),
+                          Candidate(_source("honest_stable_beside_naive_reference.py"),
+                                    "test:stable"), time_it=False)
+    assert skipped.accepted, (skipped.reason, skipped.detail)
+    assert skipped.stats["wide_draw"].startswith("skipped: the reference itself is off"), \
+        skipped.stats

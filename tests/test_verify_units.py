@@ -431,3 +431,63 @@ def test_input_watch_sees_every_change_a_call_can_make_to_its_inputs():
     w = InputWatch(both, skip=[0])
     t.relu_()
     assert w.changed(both) == []
+
+
+def test_widen_scales_floating_inputs_only_and_never_into_infinity():
+    from torch_cudal1.harness.calls import widen
+    x, idx = torch.randn(4, 5), torch.arange(6)
+    mask = torch.full((3,), torch.finfo(torch.float32).min)
+    pair = [torch.randn(2, dtype=torch.float64), torch.randn(3, dtype=torch.bfloat16)]
+    before = [x.clone(), idx.clone(), mask.clone(), [p.clone() for p in pair]]
+    assert widen([x, idx, mask, pair, 3.0], 64.0) == 3
+    assert torch.equal(x, before[0] * 64) and torch.equal(idx, before[1])
+    assert torch.equal(mask, before[2])   # 64 times finfo.min is -inf: left as it was
+    assert all(torch.equal(p, q * 64) for p, q in zip(pair, before[3]))
+
+
+def test_reference_holds_where_float32_is_as_right_as_it_can_be():
+    """Held against float64 rounded to float32: a stable softmax holds, and so does exp, whose
+    inf is the float32 answer where float64's is past float32's range; a softmax without its
+    maximum subtracted, NaN where the truth is finite, does not."""
+    from torch_cudal1.verify.compare import reference_holds
+    x = torch.randn(16, 64) * 64
+    assert reference_holds(torch.softmax(x, -1), torch.softmax(x.double(), -1))[0] == "ok"
+    assert reference_holds(torch.exp(x), torch.exp(x.double()))[0] == "ok"
+    naive = torch.exp(x) / torch.exp(x).sum(-1, keepdim=True)
+    assert reference_holds(naive, torch.softmax(x.double(), -1))[0] != "ok"
+
+
+def test_widen_scales_each_memory_once_however_many_inputs_view_it():
+    from torch_cudal1.harness.calls import widen
+    base = torch.randn(1, 8)
+    mask, t = base.clone().expand(4, 8), torch.randn(3, 3)
+    before_mask, before_t = mask.clone(), t.clone()
+    assert widen([mask, t, t, t[1:]], 64.0) == 2
+    assert torch.equal(mask, before_mask * 64) and torch.equal(t, before_t * 64)
+
+
+def test_the_harness_runs_on_modules_and_builtins_as_they_were_before_the_import():
+    """A module function or builtin swapped after the harness was sealed changes nothing its
+    copies run; a method set on a class it calls methods of shows in ``classes_changed``."""
+    import builtins
+
+    import numpy
+    from torch_cudal1.harness import calls
+    ns = calls.sealed()
+    state = guards.class_state()
+    real_copyto, real_len = numpy.copyto, builtins.len
+    numpy.copyto, builtins.len = (lambda *a, **k: None), (lambda x: 0)
+    try:
+        assert ns["np"].copyto is real_copyto and ns["__builtins__"]["len"] is real_len
+        dst, src = torch.zeros(4), torch.arange(4.0)
+        ns["np"].copyto(dst.numpy(), src.numpy())
+        assert torch.equal(dst, src)
+    finally:
+        numpy.copyto, builtins.len = real_copyto, real_len
+    assert guards.classes_changed(state) == []
+    torch.Tensor.copy_ = lambda self, src, non_blocking=False: self   # shadows TensorBase's
+    try:
+        assert guards.classes_changed(state) == ["torch.Tensor"]
+    finally:
+        del torch.Tensor.copy_
+    assert guards.classes_changed(state) == []

@@ -263,11 +263,16 @@ def scoped(model, before: dict):
 
 def process_switches() -> dict:
     """Process-wide switches outside the numerics table (which a winner's calls are scoped to):
-    thread counts, flushing subnormals to zero, oneDNN, opt_einsum. A candidate may not leave
+    thread counts, autograd, the garbage collector, flushing subnormals to zero, oneDNN,
+    opt_einsum. A candidate may not leave
     them changed, at import or by its calls: served, it would change them for the rest of the
     user's program (``switches_moved``)."""
+    import gc
     out = {"num_threads": torch.get_num_threads(),
            "num_interop_threads": torch.get_num_interop_threads(),
+           # autograd off for the importing thread would stop the user's training; the garbage
+           # collector off, their memory growing
+           "grad_enabled": torch.is_grad_enabled(), "gc_enabled": gc.isenabled(),
            # no getter: a subnormal times one comes back as zero where they are flushed
            "flush_denormal": bool((torch.tensor([1e-39]) * 1.0).item() == 0.0)}
     try:

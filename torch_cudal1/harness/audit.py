@@ -68,10 +68,10 @@ def set_memory_limit(limit_mb: float | None) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (lim, hard))
 
 
-def _caller_is_library() -> bool:
+def _caller_is_library(depth: int = 2) -> bool:
     """True when the first frame outside the standard library belongs to an installed library
     (site-packages), not to the candidate (whose file lives in the work dir)."""
-    f = sys._getframe(2)
+    f = sys._getframe(depth)
     while f is not None:
         fn = f.f_code.co_filename
         real = os.path.realpath(fn) if fn.startswith("/") else fn
@@ -271,3 +271,24 @@ def install(allowed_write_roots: list[str], on_violation, shared: bool = True) -
             in_hook[0] = False
 
     sys.addaudithook(hook)
+    _guard_signals(on_violation)
+
+
+def _guard_signals(on_violation) -> None:
+    """Signal handlers set by the candidate's code are refused: the interpreter hands a Python
+    handler the frame it interrupted, with no audit event, and a signal the candidate raises in
+    its own call interrupts a frame whose ``f_back`` is the harness's. Both ``signal.signal`` and
+    the C module's ``_signal.signal`` are replaced before its import; handlers already set are
+    in the guards' snapshot (``guards.hooks``)."""
+    import _signal
+    import signal
+    real = _signal.signal
+
+    def guarded(signalnum, handler):
+        if not _caller_is_library(2):
+            on_violation(f"signal.signal({signalnum}, ...): a signal handler is handed the "
+                         "interrupted frame, and through it the harness's")
+        return real(signalnum, handler)
+
+    _signal.signal = guarded
+    signal.signal = guarded

@@ -3,8 +3,9 @@
 Every call, whatever it is for (a verification draw, a repeat, a timed call), does the same:
 
 1. its inputs: a fresh draw of the task's ``get_inputs()`` under a seed the judge chose (made on
-   the device, so a new draw per timed call costs little), the tensors of an earlier call again,
-   or an earlier call's tensors refilled in place with a new draw;
+   the device, so a new draw per timed call costs little; widened where the judge names a
+   ``scale``), the tensors of an earlier call again, or an earlier call's tensors refilled in
+   place with a new draw;
 2. the L2 cache flushed (GPU), the call timed (CUDA events on the current stream, or the CPU
    clock) under the autograd context the judge chose (``no_grad`` or ``inference_mode``);
 3. its outputs copied, the moment it returns and ordered on the current stream, into the call's
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import math
 import mmap
 import os
 import threading
@@ -40,6 +42,11 @@ from .protocol import layout
 THREAD_GRACE_S = 0.05     # how long finished-looking outputs must stay unchanged
 FLUSH_MIN_BYTES = 64 << 20
 _now = time.perf_counter   # the call's clock, bound here (see ``sealed``)
+# CUDA events' methods, bound here: a method set on ``torch.cuda.Event`` during a call would run
+# as the harness records the call's end or reads its time
+_event_record = getattr(getattr(torch.cuda, "Event", None), "record", None)
+_event_elapsed = getattr(getattr(torch.cuda, "Event", None), "elapsed_time", None)
+_CLASSES = guards.class_state()   # taken as the harness is imported, before any candidate
 # gc's switches, bound here: collections are off from a call's return until its facts are written,
 # so a gc callback it left cannot run (and take itself off) before ``guards.disarm`` sees it
 _gc_on, _gc_off, _gc_is_on = gc.enable, gc.disable, gc.isenabled
@@ -69,15 +76,18 @@ def flatten(out) -> list:
 
 def structure(out, top: bool = True) -> str:
     """The shape of a result's nesting, leaves as ``*``: ``*``, ``(*,*)``, ``{'a':*}`` (lists and
-    tuples alike), read through the base classes' own methods as ``flatten`` reads it. A result
-    of one element in a list or tuple is that element (a graph's outputs come as a tuple, and the
-    task rendered from it may return its one output bare)."""
+    plain tuples alike, a named tuple by its class's name), read through the base classes' own
+    methods as ``flatten`` reads it. A result of one element in a list or tuple is that element
+    (a graph's outputs come as a tuple, and the task rendered from it may return its one output
+    bare)."""
     cls = type(out)
     if issubclass(cls, (list, tuple)):
         items = list(list.__iter__(out) if issubclass(cls, list) else tuple.__iter__(out))
         if top and len(items) == 1:
             return structure(items[0], False)
-        return "(" + ",".join(structure(o, False) for o in items) + ")"
+        # a named tuple (``torch.return_types.max``) by its name: a caller reads ``.values``
+        named = type_name(out) if issubclass(cls, tuple) and cls is not tuple else ""
+        return named + "(" + ",".join(structure(o, False) for o in items) + ")"
     if issubclass(cls, dict):
         keys = list(dict.keys(out))
         if all(type(k) in _VALUES for k in keys):
@@ -170,6 +180,8 @@ def is_dense(t) -> bool:
         return False
     if t.device.type == "meta" or t.layout != torch.strided or t.is_nested:
         return False
+    if t.is_neg() or t.is_conj():   # a negation or conjugation left to whoever reads it
+        return False
     if t.numel() == 0:
         return True
     try:
@@ -240,6 +252,20 @@ def seed_all(seed: int, device: str) -> None:
         torch.cuda.manual_seed_all(seed)
 
 
+def rng_state(device: str) -> tuple:
+    """The global generators' states, the CPU's and the device's: a call that draws from them or
+    reseeds them changes every later random draw of the program that serves it."""
+    states = [torch.default_generator.get_state()]
+    if str(device).startswith("cuda") and torch.cuda.is_initialized():
+        states.append(torch.cuda.default_generators[torch.cuda.current_device()].get_state())
+    return tuple(states)
+
+
+def rng_moved(before: tuple, device: str) -> bool:
+    after = rng_state(device)
+    return len(after) != len(before) or not all(torch.equal(a, b) for a, b in zip(before, after))
+
+
 class Inputs:
     """The task's inputs: a draw under a seed, made on the device (the task's ``get_inputs``
     under the device's default), or the real inputs of the first call."""
@@ -247,16 +273,43 @@ class Inputs:
     def __init__(self, task_module, device: str, real: list | None = None):
         self.task, self.device, self.real_inputs = task_module, device, real
 
-    def draw(self, seed: int) -> list:
+    def draw(self, seed: int, scale: float | None = None) -> list:
         seed_all(seed, self.device)
         with torch.device(self.device):
             xs = self.task.get_inputs()
-        return [x.to(self.device) if isinstance(x, torch.Tensor) else x for x in xs]
+        xs = [x.to(self.device) if isinstance(x, torch.Tensor) else x for x in xs]
+        if scale is not None:
+            widen(xs, float(scale))
+        return xs
 
     def real(self) -> list:
         from .real_inputs import clone_layout
         return [clone_layout(x, self.device) if isinstance(x, torch.Tensor) else x
                 for x in self.real_inputs]
+
+
+def widen(xs: list, scale: float) -> int:
+    """The floating tensors of a draw multiplied by ``scale`` in place (the judge's wide draw):
+    values of a magnitude real activations reach and ``get_inputs``'s ``randn`` never does. Each
+    memory is scaled once, whole, however many inputs view it (an expanded mask, one tensor
+    passed twice); one that would leave its dtype's range stays as it was (a mask of
+    ``finfo.min``), so that no input becomes infinite. Returns how many memories changed."""
+    n, seen = 0, set()
+    with torch.no_grad():
+        for t in tensor_leaves(xs):
+            if not (t.is_floating_point() or t.is_complex()) or not t.numel():
+                continue
+            st = t.untyped_storage()
+            if (t.device, st.data_ptr()) in seen:
+                continue
+            seen.add((t.device, st.data_ptr()))
+            whole = torch.empty(0, dtype=t.dtype, device=t.device).set_(
+                st, 0, (st.nbytes() // t.element_size(),), (1,))
+            top = float(whole.abs().max())
+            if math.isfinite(top) and top * abs(scale) < torch.finfo(t.dtype).max:
+                whole.mul_(scale)
+                n += 1
+    return n
 
 
 def refill(buf: torch.Tensor, new: torch.Tensor) -> None:
@@ -495,6 +548,10 @@ class Runner:
         # a batch, a CUDA graph's static output) shows as a held output changed or shared
         self.held: list[list] = []        # per call: (output, fingerprint, span, label, batch)
         self.held_first: list[list] = []
+        # inputs of the calls the judge named (``hold_inputs``), which the harness itself never
+        # touches again: code that keeps a caller's tensor and writes it during a later call
+        # (its answer put there) shows as a held input changed
+        self.held_inputs: list[tuple] = []   # (label, [(tensor, fingerprint)])
         self.batches = 0
         self.flush = L2Flush(device) if self.cuda else None
 
@@ -514,7 +571,7 @@ class Runner:
         elif c.get("real"):
             xs = self.inputs.real()
         else:
-            xs = self.inputs.draw(c["seed"])
+            xs = self.inputs.draw(c["seed"], c.get("scale"))
         if c.get("keep_as"):
             self.kept[c["keep_as"]] = xs
             self._keep_pristine(c["keep_as"], xs)
@@ -541,11 +598,14 @@ class Runner:
             try:
                 with _grad_context(c.get("grad", "no_grad")):
                     hooks = guards.call_hooks()
-                    start.record()
+                    moved = guards.classes_changed(_CLASSES)
+                    rng = rng_state(self.device)
+                    _event_record(start)
                     out = self.model(*xs)
-                    end.record()
+                    _event_record(end)
                     collecting = _gc_is_on()
                     _gc_off()
+                    moved += guards.classes_changed(_CLASSES)
                     left = guards.disarm(hooks)
             except BaseException as e:  # noqa: BLE001 - SystemExit from candidate code too
                 raise CallError(k, e) from None
@@ -553,11 +613,14 @@ class Runner:
             try:
                 with _grad_context(c.get("grad", "no_grad")):
                     hooks = guards.call_hooks()
+                    moved = guards.classes_changed(_CLASSES)
+                    rng = rng_state(self.device)
                     t0 = _now()
                     out = self.model(*xs)
                     ms = (_now() - t0) * 1e3
                     collecting = _gc_is_on()
                     _gc_off()
+                    moved += guards.classes_changed(_CLASSES)
                     left = guards.disarm(hooks)
             except BaseException as e:  # noqa: BLE001
                 raise CallError(k, e) from None
@@ -567,11 +630,15 @@ class Runner:
         _note_input_memory(metas, xs)
         if self.cuda:
             torch.cuda.synchronize()
-            ms = start.elapsed_time(end)
+            ms = _event_elapsed(start, end)
         new_threads = [t for t in threading.enumerate() if t not in threads and t.is_alive()]
         if new_threads:
             time.sleep(THREAD_GRACE_S)
         rec = {"ms": ms, "outputs": metas, "tree": tree}
+        if moved:   # a method set on a class the harness uses, around this call
+            rec["classes_changed"] = sorted(set(moved))
+        if rng_moved(rng, self.device):
+            rec["rng_moved"] = True
         if left:   # found (and taken off) before the harness touched its outputs
             rec["hooks_left"] = left
         for i, m in enumerate(metas):
@@ -591,6 +658,11 @@ class Runner:
         if alive:
             rec["threads_alive"] = alive
         kept_outputs.append(outs)
+        if c.get("hold_inputs"):
+            mine = [(t, fingerprint(t)) for j, x in enumerate(xs) if j not in self.written
+                    for t in tensor_leaves(x) if t.numel()]
+            self.held_inputs.append((f"an input of call {k} of batch {self.batches}", mine))
+            del self.held_inputs[HELD_FIRST:-HELD_OUTPUTS or None]
         if c.get("hold"):   # True, or the indices of the outputs to hold
             which = c["hold"]
             new = [(o, m["fp"], m["span"], f"call {k} of batch {self.batches}", self.batches)
@@ -692,6 +764,11 @@ class Runner:
             held = self._held_changed(recs)
             if held:
                 reply["held_changed"] = held
+        if error is None:
+            for label, items in self.held_inputs:
+                if any(fingerprint(t) != fp for t, fp in items):
+                    reply["held_inputs_changed"] = f"{label} (held) changed when later calls ran"
+                    break
         if self.settings is not None:
             from .. import global_settings
             leaked = global_settings.leaks(self.settings)

@@ -217,11 +217,27 @@ def hooks() -> dict:
     on torch's stacks, gc's callbacks, the kernels of every ATen operator (a
     ``torch.library.Library("aten", "IMPL")`` override shows as a change of its operator's)."""
     snap = {"torch's mode stacks": _Contents(_modes()),
-            "gc.callbacks": _Contents(id(c) for c in gc.callbacks)}
+            "gc.callbacks": _Contents(id(c) for c in gc.callbacks),
+            "signal handlers": _Contents(_signal_handlers())}
     for op in torch._C._dispatch_get_all_op_names():
         if op.startswith("aten::"):
             snap[f"the kernels of {op}"] = _Contents((_kernels(op),))
     return snap
+
+
+def _signal_handlers() -> list:
+    """(signal, id of its Python handler) for every signal with one: a handler is handed the
+    frame it interrupts."""
+    import signal
+    out = []
+    for sig in signal.valid_signals():
+        try:
+            h = signal.getsignal(sig)
+        except (ValueError, OSError):
+            continue
+        if callable(h):
+            out.append((int(sig), id(h)))
+    return out
 
 
 def call_hooks() -> tuple:
@@ -259,14 +275,42 @@ def changed(before: dict) -> list[str]:
 _MISSING = object()
 
 
-def private(module) -> dict:
+class Frozen:
+    """A module's attributes as they are now, its own submodules' too (``torch.cuda``), to
+    ``depth`` levels; an attribute it gains later (a lazily loaded ``torch._dynamo``) is looked
+    up in the module itself."""
+
+    def __init__(self, module, depth: int = 1):
+        own = dict(vars(module))
+        prefix = module.__name__ + "."
+        if depth:
+            for k, v in own.items():
+                if isinstance(v, types.ModuleType) and str(getattr(v, "__name__", "")).startswith(
+                        prefix):
+                    own[k] = Frozen(v, depth - 1)
+        self.__dict__.update(own)
+        self.__dict__["_cudal1_module"] = module
+
+    def __getattr__(self, name):
+        return getattr(self.__dict__["_cudal1_module"], name)
+
+
+def private(module, freeze: bool = True) -> dict:
     """``module``'s functions and plain classes as copies that look up their globals in a private
     copy of its namespace, taken now: replacing one of its functions or methods later (through
     ``sys.modules``), even for one call and put back before the next check, leaves the copies as
-    they were. The copies are reached only through the worker's own frame, which candidate code
-    may not take (``audit.py``)."""
+    they were. With ``freeze``, the modules it uses (``np``, ``torch``, ``time``) and the
+    builtins are this moment's too (``Frozen``): ``numpy.copyto`` or ``builtins.type`` swapped
+    during a call, for the harness's first use after it, runs nothing. (This module's own copies
+    are not frozen: its checks read what is in place now.) The copies are reached only through
+    the worker's own frame, which candidate code may not take (``audit.py``)."""
     ns = dict(vars(module))
     path = module.__file__
+    if freeze:
+        for k, v in list(ns.items()):
+            if isinstance(v, types.ModuleType):
+                ns[k] = Frozen(v)
+        ns["__builtins__"] = dict(vars(builtins))
 
     def copy(f):
         g = types.FunctionType(f.__code__, ns, f.__name__, f.__defaults__, f.__closure__)
@@ -287,4 +331,35 @@ def sealed() -> dict:
     """This module's functions as private copies (``private``): replacing ``guards.changed`` or a
     helper it calls after this changes nothing they run, and the replacement itself shows in
     their next check (this module's functions are in the snapshot)."""
-    return private(sys.modules[__name__])
+    return private(sys.modules[__name__], freeze=False)
+
+
+# Classes whose methods the harness calls on its own objects right after a candidate's call, in
+# the worker: tensors and their storages, CUDA events, the autograd modes' context managers,
+# threads. A method set on one of them during a call (``torch.Tensor.copy_ = ...``, shadowing
+# the C method) would run when the harness copies the outputs, after the call's timer stopped,
+# and could put itself back before the batch's check: they are compared before and right after
+# every call instead (``classes_changed``), cheaply, by identity.
+_IMMUTABLE_TYPE = 1 << 8   # Py_TPFLAGS_IMMUTABLETYPE: attributes cannot be set (TensorBase)
+
+
+def class_state() -> list:
+    """(name, live dict, size, items) of every mutable class in the watched classes' MROs."""
+    roots = [torch.Tensor, torch.UntypedStorage, torch.no_grad, torch.inference_mode,
+             threading.Thread, getattr(torch.cuda, "Event", object)]
+    seen, out = set(), []
+    for root in roots:
+        for cls in root.__mro__:
+            if cls is object or cls in seen or cls.__flags__ & _IMMUTABLE_TYPE:
+                continue
+            seen.add(cls)
+            view = cls.__dict__
+            out.append((f"{cls.__module__}.{cls.__qualname__}", view, len(view),
+                        tuple(view.items())))
+    return out
+
+
+def classes_changed(state: list) -> list[str]:
+    """The classes of ``class_state()`` whose attributes are no longer those it saw."""
+    return [name for name, view, n, items in state
+            if len(view) != n or not all(view.get(k, _MISSING) is v for k, v in items)]

@@ -218,23 +218,7 @@ def _drawing_copy(task):
     import types
 
     from . import guards
-    ns = guards.private(task)
-    for k, v in list(ns.items()):
-        if isinstance(v, types.ModuleType):
-            ns[k] = _Namespace(v)
-    return types.SimpleNamespace(**ns)
-
-
-class _Namespace:
-    """A module's attributes as they are now; one it loads lazily later (``torch._dynamo``)
-    is looked up in the module itself."""
-
-    def __init__(self, module):
-        self.__dict__.update(vars(module))
-        self.__dict__["_cudal1_module"] = module
-
-    def __getattr__(self, name):
-        return getattr(self.__dict__["_cudal1_module"], name)
+    return types.SimpleNamespace(**guards.private(task))
 
 
 def _calibrate(task, init, setup, slots, Inputs, Runner, quiet_cpu, send, recv, req_fd,

@@ -51,13 +51,15 @@ from ..contracts import Timing, Verdict
 from ..harness import protocol
 from ..harness.calls import (HELD_FIRST, HELD_OUTPUTS, InputWatch, Inputs, Runner, Slots,
                              fingerprint, flatten, memfd, mix, output_specs, quiet_cpu,
-                             refill_tree, structure, tensor_leaves)
+                             refill_tree, rng_moved, rng_state, structure, tensor_leaves,
+                             widen)
 from ..harness.errors import classify_exception, classify_reported
 from ..harness.real_inputs import clone_layout
 from ..harness.state import ModuleState
 from ..task import TENSORS_FILE, load_source
 from . import cudnn_tf32, freeze, host_load, loaded_builds, os_sandbox
-from .compare import ELEM_TOL, SLACK, compare, tolerances
+from .compare import (SLACK, compare, reference_holds, tolerances,
+                      within_range)
 from .float64_trust import distrust
 from .host_load import OthersClock
 from .references import References, budget_bytes, nbytes
@@ -78,6 +80,7 @@ MIN_TIMED_BATCHES = 3       # and judged on the median batch of at least this ma
 BUSY_SHARE = 0.25           # of a core, used by other processes during a batch: it judges nothing
 HARNESS_ROUNDS = 3          # batches on the reference in both processes before the candidate's import
 HARNESS_BELOW_S = 0.005     # ... where a reference call is quicker than this (its harness then counts)
+WIDE = 64.0                 # the wide draw's inputs: get_inputs()'s times this (``wide_check``)
 WORKER_MODULE = "torch_cudal1.harness.worker"
 
 
@@ -365,10 +368,12 @@ class Judge:
         with torch.no_grad():
             xs = _clone(inputs)
             watch = InputWatch(xs) if self.written is None else None
+            rng = rng_state(self.device) if watch is not None else None
             native = self.ref(*xs)
             if watch is not None:   # the first call: which inputs the reference writes to
                 _sync(self.device)
                 self.written, self.ref_tree = watch.changed(xs), structure(native)
+                self.ref_rng = rng_moved(rng, self.device)   # and whether it draws at random
             native = self._with_written(native, xs)
             hi = None
             if self.ref_hi is not None and want_hi:
@@ -397,9 +402,9 @@ class Judge:
             return out
         return (*flatten(out), *(t for j in self.written for t in tensor_leaves(xs[j])))
 
-    def draw(self, seed: int):
+    def draw(self, seed: int, scale: float | None = None):
         with torch.no_grad():
-            return self.inputs.draw(seed)
+            return self.inputs.draw(seed, scale)
 
     # -- comparing ----------------------------------------------------------------------------
     def cmp(self, native, got, hi):
@@ -472,6 +477,15 @@ class Judge:
     def facts(self, rec: dict, like, what: str) -> None:
         """What the worker saw of one call, against the reference's answer ``like``."""
         refs, metas = flatten(like), rec.get("outputs") or []
+        if rec.get("rng_moved") and not self.ref_rng:
+            raise Reject("global_state", f"{what}: the call drew from or reseeded the global "
+                         "random number generator, which the reference leaves alone: served, "
+                         "every later random draw of the program would follow it")
+        if rec.get("classes_changed"):
+            raise Reject("timer_tampering", f"{what}: attributes of "
+                         f"{', '.join(map(str, rec['classes_changed']))[:300]} were set around "
+                         "the call: the harness's own work on its outputs would run its code, "
+                         "outside the call's time")
         if rec.get("hooks_left"):
             raise Reject("timer_tampering", f"{what}: its call returned leaving "
                          f"{', '.join(map(str, rec['hooks_left']))[:300]} in place: the harness's "
@@ -595,6 +609,10 @@ class Judge:
             raise Reject("output_aliased", f"the outputs of {whats[shared[0]]} and "
                                            f"{whats[shared[1]]} share memory, which the "
                                            "reference's do not (a result kept across calls)")
+        held = reply.get("held_inputs_changed")
+        if held:
+            raise Reject("input_mutated", f"{str(held)[:200]}, in the batch from {whats[0]}: a "
+                                          "caller's tensor written after its call returned")
         held = reply.get("held_changed")
         if held:   # the worker holds only outputs the reference gives memory of their own
             raise Reject("output_aliased", f"{str(held)[:200]}, in the batch from {whats[0]} "
@@ -673,6 +691,7 @@ class Judge:
         self.lock = DeviceLock(self.device)
         self._ref_shares = None
         self.written, self.ref_tree, self.value_tol = None, "*", None
+        self.ref_rng = False   # whether the reference's calls draw from the global RNG
         self.hold_outputs = None   # whether the worker holds outputs across batches (_may_hold)
         self._spawn_worker()
         t0 = self._clock()
@@ -951,6 +970,7 @@ class Judge:
         for _ in range(3):
             self.refill_check("before timing", partial=True)
         self.rng_check()
+        wide = self.wide_check()
         if self.stateful:
             self.evolution_check()
         self.phases["verify_s"] = round(self._since(t0), 3)
@@ -961,7 +981,7 @@ class Judge:
             reference="float64" if self.ref_hi is not None else
             "native" + (f" (float64 copy dropped: {self.hi_dropped})" if self.hi_dropped else ""),
             checker="native" if self.checker is not None else "python",
-            stateful=self.stateful, precision=self.precision,
+            stateful=self.stateful, precision=self.precision, wide_draw=wide,
             **({"compared_at": f"{self.compare_at} (cuDNN may run its float32 convolutions in "
                                "TF32: torch.backends.cudnn.allow_tf32)"}
                if self.compare_at != self.precision else {}),
@@ -1028,6 +1048,53 @@ class Judge:
             raise Reject("seed_dependent", "the output depends on the global RNG state, not only "
                                            "on the inputs")
         raise Reject("nondeterministic", "two runs on the same input differ beyond rounding")
+
+    def wide_check(self) -> str:
+        """A draw WIDE times as large as ``get_inputs`` makes it (``calls.widen``): where the
+        reference, in the task's own dtype, still gets it right against float64, the candidate
+        must too. Inputs of a magnitude real activations reach and ``randn`` never does find
+        kernels right only near zero: a softmax or a log-sum-exp without its max subtracted, a
+        softplus as ``log(1 + exp(x))``, a tanh from ``exp(2x)``, intermediates in float16, a
+        polynomial valid on [-4, 4]. Tasks whose reference itself loses such inputs (overflow,
+        a float64 copy not to be trusted) skip it, and the verdict says so (``wide_draw``)."""
+        if self.ref_hi is None:
+            return "skipped: no float64 reference to tell right from wrong there"
+        seed = _fresh_seed()
+        xs = self.draw(seed)
+        with torch.no_grad():
+            if not widen(xs, WIDE):
+                return "skipped: no floating input to widen"
+        try:
+            native, hi = self.reference(xs)
+        except Exception as e:  # noqa: BLE001 - values it cannot take (an index made from them)
+            return f"skipped: the reference fails there ({type(e).__name__}: {str(e)[:160]})"
+        del xs
+        if hi is None:
+            return "skipped: no float64 reference to tell right from wrong there"
+        if output_specs(native) != self.specs:
+            return "skipped: the reference's outputs there have other shapes or dtypes"
+        own = reference_holds(native, hi, self.compare_at)
+        if own[0] != "ok":
+            return f"skipped: the reference itself is off there ({own[0]}: {own[1][:160]})"
+        what = f"inputs {WIDE:g} times as wide as get_inputs draws them"
+        _, outs, _ = self.run_calls([self.spec(seed=seed, scale=WIDE)], [what],
+                                    self.ref_specs_like)
+        native, got, hi = within_range(native, outs[0], hi)
+        # Products rounded below float32 (TF32 where the user allowed it, half-precision data)
+        # err in proportion to the values, and a softmax turns that into a wrong answer on
+        # logits 4096 times as large as a draw's: there only NaN and inf are judged, the
+        # overflows this draw is for.
+        strict = self.compare_at == "highest" and all(
+            t.dtype in (torch.float32, torch.float64) for t in tensor_leaves(self.draws[0])
+            if t.is_floating_point())
+        bounds = {} if strict else {"norm_tol": 1e30, "elem_tol": 1e30}
+        reason, detail, stats = compare(native, got, hi, precision=self.compare_at,
+                                        checker=self.checker, value_tol=self.value_tol,
+                                        tails=False, **bounds)
+        if reason != "ok":
+            raise Reject(reason, f"{what} (the reference in its own dtype gets them right): "
+                                 f"{detail}", **stats)
+        return "checked" if strict else "checked for NaN and inf only (products below float32)"
 
     def evolution_check(self) -> None:
         """A task that keeps state: the draws in sequence, each side carrying its state from
@@ -1165,7 +1232,21 @@ class Judge:
                 calls.append(self.spec(seed=_fresh_seed(), keep_as=f"_t{i}"))
         if self._may_hold():
             calls[rng.randrange(size)]["hold"] = self.hold_outputs
+        if self._may_hold_inputs():
+            # one call whose inputs the harness lets go of after it (the next call does not
+            # refill them): kept by the worker, they must stay as the caller gave them
+            free = [i for i in range(size) if i + 1 == size or "refill" not in calls[i + 1]]
+            calls[rng.choice(free)]["hold_inputs"] = True
         return calls
+
+    def _may_hold_inputs(self) -> bool:
+        """Whether the worker may hold a call's inputs past it (``calls.Runner``'s
+        ``held_inputs``): within HELD_BYTES, and not for a task whose state is put back."""
+        if getattr(self, "_hold_inputs", None) is None:
+            size = sum(nbytes(t) for t in tensor_leaves(self.draws[0]))
+            self._hold_inputs = not self.stateful and (HELD_OUTPUTS + HELD_FIRST) * size \
+                <= HELD_BYTES
+        return self._hold_inputs
 
     def _may_hold(self) -> bool:
         """Whether the worker may hold outputs (one call of every batch, the last HELD_OUTPUTS

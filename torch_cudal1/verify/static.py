@@ -12,7 +12,7 @@ import threading
 # Modules whose import alone means the candidate wants to leave the sandbox.
 FORBIDDEN_MODULES = {"subprocess", "socket", "multiprocessing", "pty", "shutil", "http", "urllib",
                      "requests", "httpx", "ftplib", "smtplib", "telnetlib", "pickle", "marshal",
-                     "signal", "resource"}
+                     "signal", "_signal", "resource"}
 # Attribute calls on modules (module, attribute prefix).
 FORBIDDEN_CALLS = {
     ("os", "system"), ("os", "popen"), ("os", "fork"), ("os", "forkpty"), ("os", "exec"),
