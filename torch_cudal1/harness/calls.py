@@ -423,9 +423,11 @@ class InputWatch:
 
 
 def _bytes_equal(a, b) -> bool:
+    # ndarray's own (C) methods only: numpy's Python helpers (``array_equal``) look up their
+    # module's functions as they run, which candidate code could swap for one use
     if a.size % 8 == 0:
         a, b = a.view(np.uint64), b.view(np.uint64)
-    return bool(np.array_equal(a, b))
+    return a.shape == b.shape and bool((a == b).all())
 
 
 def clone_tree(x):

@@ -66,10 +66,18 @@ class Signer:
                         person=self.direction, digest_size=TAG_BYTES).digest()
 
 
+def _encode(obj) -> str:
+    """``obj`` as JSON. The worker puts a private copy of json's encoder here before the
+    candidate's import (``worker._serve``): ``json.dumps`` looks up ``JSONEncoder`` and its
+    methods as it runs, and a reply re-encoded by candidate code, its facts edited, would be
+    tagged as the harness's own."""
+    return _dumps(obj, default=str)
+
+
 def send(fd: int, obj, signer: Signer | None = None) -> None:
     """Send ``obj``; tagged where a ``signer`` is given, else with an empty tag (the setup,
     which carries the key; the audit hook's report of a violation, which only ever rejects)."""
-    data = _dumps(obj, default=str).encode()
+    data = _encode(obj).encode()
     tag = signer.tag(data) if signer is not None else bytes(TAG_BYTES)
     buf = len(data).to_bytes(8, "little") + tag + data
     view = memoryview(buf)

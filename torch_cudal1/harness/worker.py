@@ -73,6 +73,8 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
     private = calls.sealed()
     Inputs, Runner, Slots, quiet_cpu = (private[k] for k in ("Inputs", "Runner", "Slots", "quiet_cpu"))
     proto = guards.private(protocol)
+    import json.encoder
+    proto["_encode"] = guards.private(json.encoder)["JSONEncoder"](default=str).encode
     send_as, recv_as = proto["send"], proto["recv"]
     # Replies are tagged, and requests checked, under the judge's key (protocol.py); the key
     # stays in this frame.
