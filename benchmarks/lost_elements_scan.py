@@ -133,9 +133,15 @@ def main() -> None:
         if bad:
             lines += ["", f"Not ok at `{p}`:", ""]
             lines += [f"- {r['id']}: {r[p]['reason']}: {r[p]['detail']}" for r in bad]
+    write_readme(out, lines, recs, "Skipped")
+
+
+def write_readme(out: Path, lines: list[str], recs: list[dict], label: str) -> None:
+    """The table's ``lines``, then the tasks not scanned (``label``), as ``out/README.md``."""
     skipped = [r for r in recs if "skipped" in r]
     if skipped:
-        lines += ["", "Skipped: " + ", ".join(f"{r['id']} ({r['skipped']})" for r in skipped)]
+        lines = lines + ["", f"{label}: " + ", ".join(f"{r['id']} ({r['skipped']})"
+                                                     for r in skipped)]
     (out / "README.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -24,7 +24,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.lost_elements_scan import (PRECISIONS, TaskTimeout, _alarm,  # noqa: E402
-                                           _double, _elements, scan_all)
+                                           _double, _elements, scan_all,
+                                           write_readme)
 from torch_cudal1.harness.calls import widen  # noqa: E402
 from torch_cudal1.task import load_source  # noqa: E402
 from torch_cudal1.verify.compare import compare, reference_holds  # noqa: E402
@@ -98,11 +99,7 @@ def main() -> None:
     if off:
         lines += ["", "Skipped because the float32 reference is off there (at `highest`):", ""]
         lines += [f"- {r['id']}: {r['highest']['why']}" for r in off]
-    skipped = [r for r in recs if "skipped" in r]
-    if skipped:
-        lines += ["", "Not scanned: " + ", ".join(f"{r['id']} ({r['skipped']})" for r in skipped)]
-    (out / "README.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_readme(out, lines, recs, "Not scanned")
 
 
 if __name__ == "__main__":
