@@ -2,7 +2,7 @@ from setuptools import find_packages, setup
 
 setup(
     name="torch_cudal1",
-    version="0.2.5",
+    version="0.2.6",
     description="A torch.compile backend that searches, verifies and caches faster kernels "
                 "(CUDA-L1-style contrastive generation through a local LLM engine).",
     # The native sources live at the top-level csrc/; a wheel carries them as torch_cudal1/csrc/,

@@ -1,9 +1,10 @@
 """CUDA-L1's published KernelBench solutions through this checkout's verifier, each verdict set
-beside the one an earlier verifier gave it (the KernelBench runner's records).
+beside the one an earlier verifier gave it (the KernelBench runner's records, or an earlier
+run's verdicts.jsonl with --before).
 
     PYTHONPATH=. python3 benchmarks/verify_solutions.py --data KERNELBENCH.jsonl \\
         --records benchmarks/results/kernelbench/h200/results.jsonl --device cuda \\
-        [--workers 10] [--max-seconds 500] [--out DIR]
+        [--before OLD/verdicts.jsonl] [--workers 10] [--max-seconds 500] [--out DIR]
 
 Every solution is verified and timed at the float32 precision PyTorch defaults to
 (``"highest"``); one rejected as ``mismatch`` is verified again at ``"high"``, which tells a
@@ -38,6 +39,11 @@ def _old(records: str | None) -> dict:
             if isinstance(rc, dict):
                 out[r["id"]] = rc.get("reason")
     return out
+
+
+def _before(path: str) -> dict:
+    """An earlier run's verdicts (the last line of an id is its verdict)."""
+    return {r["id"]: r["reason"] for r in _load(path)}
 
 
 def verify(row: dict, device: str, timeout: float) -> dict:
@@ -85,6 +91,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", required=True)
     ap.add_argument("--records", default=None, help="the KernelBench runner's results.jsonl")
+    ap.add_argument("--before", default=None,
+                    help="an earlier run's verdicts.jsonl to compare with, instead of --records")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) // 2))
     ap.add_argument("--timeout", type=float, default=300.0)
@@ -134,7 +142,8 @@ def main(argv=None) -> int:
             print(f"{rec['id']} {rec['reason']} {rec['seconds']}s", flush=True)
     cmd = "PYTHONPATH=. python3 benchmarks/verify_solutions.py " + " ".join(
         argv if argv is not None else sys.argv[1:])
-    print(report(out, list(done.values()), _old(args.records), cmd))
+    old = _before(args.before) if args.before else _old(args.records)
+    print(report(out, list(done.values()), old, cmd))
     return 0
 
 

@@ -18,7 +18,10 @@ SETTINGS = {"memory_hog.py": {"memory_limit_mb": 6144},
             # a first call that never returns ends at the verification's own limit
             "hang.py": {"timeout_s": 20},
             # its Triton kernel runs on the CPU through Triton's interpreter
-            "triton_private_caches.py": {"extra_env": {"TRITON_INTERPRET": "1"}}}
+            "triton_private_caches.py": {"extra_env": {"TRITON_INTERPRET": "1"}},
+            # judged where the user allowed TF32 products
+            "tanh_cut_off_at_high.py": {"precision": "high"},
+            "honest_tanh_at_high.py": {"precision": "high"}}
 
 
 @pytest.fixture(scope="module")

@@ -50,6 +50,9 @@ _FRAME_GIVERS = {"currentframe", "stack", "trace", "getouterframes", "getinnerfr
 # through any standard-library code (bdb's set_trace, threading.settrace's hook run when a
 # thread starts), is judged, not the standard-library code that made the call.
 _TRACE_EVENTS = {"sys.settrace", "sys.setprofile"}
+# what code that reads memory at a raw address calls (the events name none of them)
+_RAW_NAMES = {"from_address", "from_buffer", "from_buffer_copy", "in_dll", "string_at",
+              "wstring_at", "PyObj_FromPtr", "cast"}
 # attributes that give a function another behaviour under its old name
 _FUNC_BODY = {"__code__", "__defaults__", "__kwdefaults__"}
 _HARNESS_ROOT = os.path.realpath(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
@@ -68,17 +71,65 @@ def set_memory_limit(limit_mb: float | None) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (lim, hard))
 
 
-def _caller_is_library(depth: int = 2) -> bool:
+def _caller_is_library(depth: int = 2, names=None, via_stdlib: bool = True) -> bool:
     """True when the first frame outside the standard library belongs to an installed library
-    (site-packages), not to the candidate (whose file lives in the work dir)."""
-    f = sys._getframe(depth)
+    (site-packages), not to the candidate (whose file lives in the work dir). With ``names``
+    (what the audited function is called), that library frame must also call it by one of them
+    or by the standard-library function it called (``_named_by``): else it ran a callable the
+    candidate handed it, and the candidate's code asked. ``via_stdlib=False``: names are asked
+    for only where the library's frame raised the event itself; through standard-library code
+    the call may be implicit (a ``NamedTuple`` class statement runs ``namedtuple``, which sets
+    ``__defaults__``) and names nothing."""
+    f, callee = sys._getframe(depth), None
     while f is not None:
         fn = f.f_code.co_filename
         real = os.path.realpath(fn) if fn.startswith("/") else fn
         if fn.startswith("<frozen") or (real.startswith(_STDLIB) and not real.startswith(_LIB_ROOTS)):
-            f = f.f_back
+            f, callee = f.f_back, f
             continue
-        return real.startswith(_LIB_ROOTS)
+        if not real.startswith(_LIB_ROOTS):
+            return False
+        if names is None or (callee is not None and not via_stdlib):
+            return True
+        return _named_by(f, names, callee) or not _candidate_below(f)
+    return False
+
+
+def _named_by(f, names, callee=None) -> bool:
+    """Whether the code of frame ``f`` names what it called: one of ``names`` (the audited
+    function), or the standard-library function ``callee`` it called (``inspect.stack``,
+    ``Popen.__init__``), among its global and attribute names or its string constants
+    (``getattr(sys, "_getframe")``). A library function that runs a callable it was handed
+    (``torch.utils._pytree.tree_map(sys._getframe, ...)``, ``map``, a callback) names none:
+    the call is the code's that handed it over."""
+    want = set(names)
+    if callee is not None:
+        want.add(callee.f_code.co_name)
+        want.update(getattr(callee.f_code, "co_qualname", "").split("."))
+    code = f.f_code
+    return bool(want.intersection(code.co_names)) or bool(want.intersection(_strings(code.co_consts)))
+
+
+def _strings(consts) -> set:
+    """The string constants of a code object, those in its tuples and frozensets of names
+    (``for attr in ("__defaults__", ...)``) included."""
+    out = set()
+    for c in consts:
+        if isinstance(c, str):
+            out.add(c)
+        elif isinstance(c, (tuple, frozenset)):
+            out |= _strings(c)
+    return out
+
+
+def _candidate_below(f) -> bool:
+    """Whether the candidate's code is on the stack under frame ``f``: only then could it have
+    handed a library the callable that raised the event."""
+    f = f.f_back
+    while f is not None:
+        if _where(f.f_code) == "candidate":
+            return True
+        f = f.f_back
     return False
 
 
@@ -95,22 +146,32 @@ def _where(code) -> str:
     return "stdlib" if real.startswith(_STDLIB) else "candidate"
 
 
-def _frame_taken_by_candidate(event: str = "") -> bool:
+def _frame_taken_by_candidate(event: str = "", attr: str = "") -> bool:
     """The code that raised the event (or, for a standard-library function that hands frames
-    back, the code that called it) is the candidate's."""
+    back, the code that called it) is the candidate's; or a library's that does not name what
+    it called (``_named_by``: it ran a callable the candidate handed it)."""
     f = sys._getframe(2)   # _frame_taken_by_candidate <- hook <- the code that raised the event
     if f is None:
         return False
+    names = {attr} if attr else {event.rpartition(".")[2]}
     if event in _TRACE_EVENTS:
+        callee = None
         while f is not None and _where(f.f_code) == "stdlib":
-            f = f.f_back
-        return f is None or _where(f.f_code) == "candidate"   # no library asked for it
+            f, callee = f.f_back, f
+        if f is None or _where(f.f_code) == "candidate":
+            return True   # no library asked for it
+        return not _named_by(f, names, callee) and _candidate_below(f)
     where = _where(f.f_code)
     if where == "stdlib" and f.f_code.co_name in _FRAME_GIVERS:
-        g = f.f_back
+        callee, g = f, f.f_back
         while g is not None and _where(g.f_code) == "stdlib" and g.f_code.co_name in _FRAME_GIVERS:
-            g = g.f_back
-        return g is not None and _where(g.f_code) == "candidate"
+            callee, g = g, g.f_back
+        if g is None or _where(g.f_code) == "stdlib":
+            return False
+        return _where(g.f_code) == "candidate" or (
+            not _named_by(g, names, callee) and _candidate_below(g))
+    if where == "library":
+        return not _named_by(f, names) and _candidate_below(f)
     return where == "candidate"
 
 
@@ -208,30 +269,32 @@ def install(allowed_write_roots: list[str], on_violation, shared: bool = True) -
         in_hook[0] = True
         try:
             if event in _PROC_EVENTS or event.startswith(_EXEC_PREFIXES):
-                if not _caller_is_library():
+                if not _caller_is_library(names={event.rpartition(".")[2]}):
                     on_violation(f"{event} {str(args)[:200]}")
             elif event == "socket.__new__":
-                if not _caller_is_library():
+                if not _caller_is_library(names={"socket", "create_connection"}):
                     on_violation(f"{event} {str(args)[:200]}")
             elif event in _NET_EVENTS:
                 on_violation(f"{event} {str(args)[:200]}")
             elif event in _GC_EVENTS:
-                if not _caller_is_library():
+                if not _caller_is_library(names={event.rpartition(".")[2]}, via_stdlib=False):
                     on_violation(event)
             elif event == "object.__setattr__" and len(args) > 1 and args[1] in _FUNC_BODY:
                 # another function's body under its old name: the reference's ops, say
-                if not _caller_is_library():
+                if not _caller_is_library(names={args[1], "setattr", "__setattr__"},
+                                          via_stdlib=False):
                     on_violation(f"setting {getattr(args[0], '__qualname__', '?')}.{args[1]}")
             elif event in _FRAME_EVENTS or event == "object.__getattr__":
-                if _frame_taken_by_candidate(event):
-                    what = args[1] if event == "object.__getattr__" else event
+                what = args[1] if event == "object.__getattr__" else event
+                if _frame_taken_by_candidate(event, args[1] if event == "object.__getattr__"
+                                             else ""):
                     on_violation(f"frame introspection ({what}): the harness's objects are out "
                                  "of the candidate's reach")
             elif event in ("ctypes.cdata", "ctypes.string_at", "ctypes.wstring_at",
                            "ctypes.PyObj_FromPtr"):
                 # memory read or typed at a raw address, an object from its address: any object
                 # of this process, the harness's
-                if not _caller_is_library():
+                if not _caller_is_library(names=_RAW_NAMES):
                     on_violation(f"{event}: memory at a raw address")
             elif event == "ctypes.dlsym":
                 name = args[1] if len(args) > 1 else ""
@@ -285,7 +348,7 @@ def _guard_signals(on_violation) -> None:
     real = _signal.signal
 
     def guarded(signalnum, handler):
-        if not _caller_is_library(2):
+        if not _caller_is_library(2, names={"signal"}, via_stdlib=False):
             on_violation(f"signal.signal({signalnum}, ...): a signal handler is handed the "
                          "interrupted frame, and through it the harness's")
         return real(signalnum, handler)

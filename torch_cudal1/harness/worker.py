@@ -82,8 +82,12 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
     signer, req_signer = proto["Signer"](key, b"reply"), proto["Signer"](key, b"request")
     del key
 
-    def send(fd: int, obj) -> None:
-        send_as(fd, obj, signer)
+    # What these functions use is bound as defaults, not closure cells: a cell's contents can
+    # be replaced without an audit event by code that reached a function of this frame
+    # (``recv.__closure__``), a tuple of defaults only by setting ``__defaults__``, which the
+    # audit hook names.
+    def send(fd: int, obj, _send_as=send_as, _signer=signer) -> None:
+        _send_as(fd, obj, _signer)
 
     # The request pipe as the judge made it: a pipe put in its place (os.dup2) would let the
     # candidate read every request, seeds included, before the harness does, and work on the
@@ -91,21 +95,23 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
     fstat = os.fstat
     req_pipe = (fstat(req_fd).st_dev, fstat(req_fd).st_ino)
 
-    def recv(fd: int):
+    def recv(fd: int, _fstat=fstat, _req=(req_fd, req_pipe), _recv_as=recv_as,
+             _req_signer=req_signer, _send=send, _rep_fd=rep_fd, _forged=protocol.Forged):
         try:
-            st = fstat(fd)
-            if fd == req_fd and (st.st_dev, st.st_ino) != req_pipe:
-                raise protocol.Forged("request pipe replaced")
-            return recv_as(fd, None, req_signer)
-        except (protocol.Forged, OSError):   # a ProtocolError ends the loop
-            send(rep_fd, {"tampered": "the request pipe was replaced or rewritten: requests "
-                                      "the judge did not send, or read by another before the "
-                                      "harness"})
-            raise protocol.Forged("request pipe") from None
+            st = _fstat(fd)
+            if fd == _req[0] and (st.st_dev, st.st_ino) != _req[1]:
+                raise _forged("request pipe replaced")
+            return _recv_as(fd, None, _req_signer)
+        except (_forged, OSError):   # a ProtocolError ends the loop
+            _send(_rep_fd, {"tampered": "the request pipe was replaced or rewritten: requests "
+                                        "the judge did not send, or read by another before the "
+                                        "harness"})
+            raise _forged("request pipe") from None
 
-    def fail(where: str, e: BaseException) -> int:
-        send(rep_fd, {"error": {"where": where, "type": type(e).__name__,
-                                         "text": chain_text(e)[-4000:]}, "phases": phases})
+    def fail(where: str, e: BaseException, _send=send, _rep_fd=rep_fd, _phases=phases,
+             _chain_text=chain_text) -> int:
+        _send(_rep_fd, {"error": {"where": where, "type": type(e).__name__,
+                                  "text": _chain_text(e)[-4000:]}, "phases": _phases})
         return 0
 
     device = setup["device"]
@@ -144,12 +150,14 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
     drawn = _drawing_copy(task)
     run_batch = Runner.run
 
-    def violation(detail: str) -> None:
+    def violation(detail: str, _send_as=send_as, _rep_fd=rep_fd, _exit=os._exit) -> None:
         try:   # untagged: the audit hook holds this function, and a violation only rejects
-            send_as(rep_fd, {"violation": detail})
+            _send_as(_rep_fd, {"violation": detail})
         finally:
-            os._exit(0)
+            _exit(0)
 
+    if setup.get("sandboxed"):
+        _not_dumpable()
     if env("CUDAL1_AUDIT") != "0":
         audit.install(setup.get("write_roots", []), violation, shared=not setup.get("isolate"))
     phases["start_s"] = round(time.monotonic() - t0, 3)
@@ -209,6 +217,19 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
             send(rep_fd, {"rebound": changed(snap)[:20]})
         else:
             return 0
+
+
+def _not_dumpable() -> None:
+    """This process marked not dumpable (``prctl(PR_SET_DUMPABLE, 0)``) before the candidate's
+    import: a process the candidate starts (a shell through a library's ``Popen``) shares its
+    user inside the sandbox, and could otherwise open ``/proc/<worker>/mem`` and write any of
+    this process's objects, the harness's key among them. The judge, outside the sandbox's user
+    namespace, keeps reading this process's ``/proc`` files."""
+    import ctypes
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)   # PR_SET_DUMPABLE = 4
+    except (OSError, AttributeError):
+        pass
 
 
 def _drawing_copy(task):

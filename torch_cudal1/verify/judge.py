@@ -67,6 +67,7 @@ from .process import CANDIDATE_FILE, REAL_INPUTS_FILE, REQUEST_FILE, RESULT_FILE
 
 PREDICTABLE_SEEDS = (42, 0, 1, 1234, 2024)
 GRADS = ("no_grad", "inference")
+NEGATED_ALONE = 4           # inputs negated one at a time, where all together leave no answer
 SAMPLED = 1024              # positions of each output checked on every timed call
 SLOT_SHARE = 1 / 16         # of host memory, for one batch's output slots (each side)
 MAX_BATCH = 100
@@ -402,9 +403,9 @@ class Judge:
             return out
         return (*flatten(out), *(t for j in self.written for t in tensor_leaves(xs[j])))
 
-    def draw(self, seed: int, scale: float | None = None):
+    def draw(self, seed: int, scale: float | None = None, only: int | None = None):
         with torch.no_grad():
-            return self.inputs.draw(seed, scale)
+            return self.inputs.draw(seed, scale, only)
 
     # -- comparing ----------------------------------------------------------------------------
     def cmp(self, native, got, hi):
@@ -693,6 +694,7 @@ class Judge:
         self.written, self.ref_tree, self.value_tol = None, "*", None
         self.ref_rng = False   # whether the reference's calls draw from the global RNG
         self.hold_outputs = None   # whether the worker holds outputs across batches (_may_hold)
+        self.hold_once = False
         self._spawn_worker()
         t0 = self._clock()
         init = self.task.get_init_inputs()
@@ -813,7 +815,7 @@ class Judge:
                  "written": self.written,
                  "real_inputs": str(own / REAL_INPUTS_FILE) if req.get("real_inputs") else None,
                  "write_roots": self.write_roots + [str(wd / "worker")],
-                 "isolate": not self.trusted,
+                 "isolate": not self.trusted, "sandboxed": self.sandboxed,
                  "calibrate": bool(req.get("time_it") and not self.trusted and not self.stateful
                                    and self.ref_call_s < HARNESS_BELOW_S)}
         t0 = self._clock()
@@ -971,6 +973,7 @@ class Judge:
             self.refill_check("before timing", partial=True)
         self.rng_check()
         wide = self.wide_check()
+        negated = self.negated_check()
         if self.stateful:
             self.evolution_check()
         self.phases["verify_s"] = round(self._since(t0), 3)
@@ -982,6 +985,7 @@ class Judge:
             "native" + (f" (float64 copy dropped: {self.hi_dropped})" if self.hi_dropped else ""),
             checker="native" if self.checker is not None else "python",
             stateful=self.stateful, precision=self.precision, wide_draw=wide,
+            negated_draw=negated,
             **({"compared_at": f"{self.compare_at} (cuDNN may run its float32 convolutions in "
                                "TF32: torch.backends.cudnn.allow_tf32)"}
                if self.compare_at != self.precision else {}),
@@ -1057,36 +1061,61 @@ class Judge:
         softplus as ``log(1 + exp(x))``, a tanh from ``exp(2x)``, intermediates in float16, a
         polynomial valid on [-4, 4]. Tasks whose reference itself loses such inputs (overflow,
         a float64 copy not to be trusted) skip it, and the verdict says so (``wide_draw``)."""
+        return self._scaled_check(WIDE, f"inputs {WIDE:g} times as wide as get_inputs draws them")
+
+    def negated_check(self) -> str:
+        """A draw with every floating input negated: a task that draws ``torch.rand`` (never
+        negative) is not a promise that the model only ever sees positive values, and a
+        candidate that drops a ReLU, an ``abs`` or a clamp those draws never need is wrong on
+        the rest. Same magnitudes as the usual draws, so judged at their bounds wherever the
+        reference gives finite answers there (``negated_draw``); a reference that does not (a
+        log, a square root of its input) has no answer to hold the candidate to."""
+        how = self._scaled_check(-1.0, "inputs negated (get_inputs's draw times -1)")
+        if not how.startswith("skipped: the reference's answers there are not all finite"):
+            return how
+        # One input without an answer for negative values (a log of probabilities) keeps the
+        # others from being negated together: each is negated alone instead (up to NEGATED_ALONE
+        # of them, drawn at random), wherever the reference's answers stay finite.
+        floating = [j for j, x in enumerate(self.draws[0])
+                    if any(t.is_floating_point() or t.is_complex() for t in tensor_leaves(x))]
+        if len(floating) < 2:
+            return how
+        done = []
+        for j in random.SystemRandom().sample(floating, min(NEGATED_ALONE, len(floating))):
+            alone = self._scaled_check(-1.0, f"input {j} negated", only=j)
+            if not alone.startswith("skipped"):
+                done.append(j)
+        return (f"checked with input{'s' if len(done) > 1 else ''} "
+                f"{', '.join(map(str, sorted(done)))} negated alone" if done else
+                "skipped: the reference's answers are not all finite with any input negated")
+
+    def _scaled_check(self, scale: float, what: str, only: int | None = None) -> str:
         if self.ref_hi is None:
             return "skipped: no float64 reference to tell right from wrong there"
         seed = _fresh_seed()
         xs = self.draw(seed)
         with torch.no_grad():
-            if not widen(xs, WIDE):
-                return "skipped: no floating input to widen"
+            if not widen(xs if only is None else [xs[only]], scale):
+                return "skipped: no floating input to scale"
         try:
             native, hi = self.reference(xs)
         except Exception as e:  # noqa: BLE001 - values it cannot take (an index made from them)
             return f"skipped: the reference fails there ({type(e).__name__}: {str(e)[:160]})"
-        del xs
         if hi is None:
             return "skipped: no float64 reference to tell right from wrong there"
         if output_specs(native) != self.specs:
             return "skipped: the reference's outputs there have other shapes or dtypes"
+        if scale < 0 and not all(bool(torch.isfinite(t).all()) for t in tensor_leaves(native)
+                                 if t.is_floating_point() or t.is_complex()):
+            return "skipped: the reference's answers there are not all finite (outside its domain)"
         own = reference_holds(native, hi, self.compare_at)
         if own[0] != "ok":
             return f"skipped: the reference itself is off there ({own[0]}: {own[1][:160]})"
-        what = f"inputs {WIDE:g} times as wide as get_inputs draws them"
-        _, outs, _ = self.run_calls([self.spec(seed=seed, scale=WIDE)], [what],
+        strict, how = self._strict_there(xs, native, hi, scale)
+        del xs
+        _, outs, _ = self.run_calls([self.spec(seed=seed, scale=scale, only=only)], [what],
                                     self.ref_specs_like)
         native, got, hi = within_range(native, outs[0], hi)
-        # Products rounded below float32 (TF32 where the user allowed it, half-precision data)
-        # err in proportion to the values, and a softmax turns that into a wrong answer on
-        # logits 4096 times as large as a draw's: there only NaN and inf are judged, the
-        # overflows this draw is for.
-        strict = self.compare_at == "highest" and all(
-            t.dtype in (torch.float32, torch.float64) for t in tensor_leaves(self.draws[0])
-            if t.is_floating_point())
         bounds = {} if strict else {"norm_tol": 1e30, "elem_tol": 1e30}
         reason, detail, stats = compare(native, got, hi, precision=self.compare_at,
                                         checker=self.checker, value_tol=self.value_tol,
@@ -1094,7 +1123,39 @@ class Judge:
         if reason != "ok":
             raise Reject(reason, f"{what} (the reference in its own dtype gets them right): "
                                  f"{detail}", **stats)
-        return "checked" if strict else "checked for NaN and inf only (products below float32)"
+        return how
+
+    def _strict_there(self, xs, native, hi, scale: float) -> tuple[bool, str]:
+        """Whether the scaled draw is judged at the usual bounds, and how the verdict says so.
+        Float32 data at ``"highest"``, and any draw of the usual magnitudes: yes. Products
+        rounded below float32 (TF32 where the user allowed it, half-precision data) err in
+        proportion to the values, and a softmax turns that into another answer on logits 4096
+        times as large. There the draw is judged at the bounds only where the task is not so
+        sensitive: its float64 answer, with every floating input moved by a relative amount of
+        that rounding's size, stays within a quarter of the bound (a tanh, an activation, a
+        norm); else only NaN and inf are judged, the overflows the draw is for (an attention's
+        softmax over those logits)."""
+        floats = [t for t in tensor_leaves(self.draws[0]) if t.is_floating_point()]
+        if abs(scale) == 1.0 or (self.compare_at == "highest" and all(
+                t.dtype in (torch.float32, torch.float64) for t in floats)):
+            return True, "checked"
+        try:
+            moved = self.reference(_nudged(xs, self.compare_at), hi=True)[1]
+        except Exception:  # noqa: BLE001 - judged for NaN and inf only
+            moved = None
+        if moved is not None:
+            best = [h.to(n.dtype) if isinstance(h, torch.Tensor) and isinstance(n, torch.Tensor)
+                    and h.shape == n.shape else n for n, h in zip(flatten(native), flatten(hi))]
+            got = [m.to(b.dtype) if isinstance(m, torch.Tensor) and isinstance(b, torch.Tensor)
+                   and m.shape == b.shape else m for b, m in zip(best, flatten(moved))]
+            tol = min((tolerances(t.dtype, self.compare_at)[0] for t in tensor_leaves(native)
+                       if t.is_floating_point()), default=None)
+            reason, _, stats = compare(best, got, flatten(hi), precision=self.compare_at,
+                                       tails=False)
+            if tol is not None and reason == "ok" and stats["rel_error"] <= tol / 4:
+                return True, ("checked (its answer there is not sensitive to products rounded "
+                              "below float32)")
+        return False, "checked for NaN and inf only (products below float32)"
 
     def evolution_check(self) -> None:
         """A task that keeps state: the draws in sequence, each side carrying its state from
@@ -1164,6 +1225,8 @@ class Judge:
                 calls = self._timed_calls(size, rng)
                 whats = [f"timed call {len(cand_ms) + i}" for i in range(size)]
                 t_r = time.perf_counter()
+                # a stateful reference's state before the batch (the batch carries it on)
+                at_start = ModuleState(self.ref) if self.stateful else None
                 ref_rep = ref_runner.run(calls)
                 w_r = time.perf_counter() - t_r
                 per_call_s = w_r / size   # the reference's, with the harness around it
@@ -1181,7 +1244,7 @@ class Judge:
                 switches += int(reply.get("involuntary_switches") or 0) if not warm else 0
                 picked = set(range(size)) if warm else set(
                     rng.sample(range(size), max(1, size // 8)))
-                self._check_timed(calls, recs, whats, ref_slots, picked)
+                self._check_timed(calls, recs, whats, ref_slots, picked, at_start)
                 full_checks += len(picked)
                 s_c = [r["ms"] for r in recs]
                 s_r = [r["ms"] for r in ref_rep["calls"]]
@@ -1197,8 +1260,9 @@ class Judge:
                 n = len(cand_ms)
                 if n >= min_reps and len(batches) >= MIN_TIMED_BATCHES:
                     med, iqr = _quartiles(cand_ms)
-                    if (med > 0 and iqr <= rel_spread * med and n >= 2 * min_reps) or \
-                            n >= reps or time.perf_counter() > deadline:
+                    if ((med > 0 and iqr <= rel_spread * med and n >= 2 * min_reps) or
+                            n >= reps or time.perf_counter() > deadline) and \
+                            self._sequence_long_enough(n, deadline + 4 * budget):
                         break
         median, spread = _quartiles(cand_ms)
         extra = {"min_ms": min(cand_ms), "mean_ms": sum(cand_ms) / len(cand_ms),
@@ -1219,6 +1283,17 @@ class Judge:
         return Timing(median_ms=median, spread_ms=spread, n=len(cand_ms),
                       method="cuda_events_l2flush" if cuda else "cpu_perf_counter", extra=extra)
 
+    def _sequence_long_enough(self, n: int, until: float) -> bool:
+        """A stateful task's timing run is one sequence of calls carrying the state: at least
+        a length drawn once, in secret, between MAX_BATCH and three times that (past ``until``,
+        what it has), so that a candidate updating its state for so many calls after it was put
+        back, and answering from a frozen state after that, meets a checked call in the run."""
+        if not self.stateful:
+            return True
+        if getattr(self, "_sequence_len", None) is None:
+            self._sequence_len = random.SystemRandom().randint(MAX_BATCH, 3 * MAX_BATCH)
+        return n >= self._sequence_len or time.perf_counter() > until
+
     def _timed_calls(self, size: int, rng) -> list[dict]:
         """A batch of timed calls: each a new draw, or (about one in two) the previous call's
         buffers refilled in part with a new draw. One call's outputs, at random, are held by the
@@ -1230,6 +1305,19 @@ class Judge:
                                        partial=_fresh_seed(), keep_as=f"_t{i}"))
             else:
                 calls.append(self.spec(seed=_fresh_seed(), keep_as=f"_t{i}"))
+        if self.stateful:
+            # State put back before the timing run's first call only, then carried through all
+            # its batches on both sides, as a server carries it: every timed call is checked
+            # against the reference's call at the same point of the sequence, so a candidate that
+            # tells the putting back (a tensor's identity) and updates its state for so many
+            # calls after it only is refused however long a batch is. One autograd mode (state
+            # made under inference mode may not be updated outside it, by the reference either).
+            first = not getattr(self, "_sequence_started", False)
+            self._sequence_started = True
+            grad = getattr(self, "_sequence_grad", None) or calls[0]["grad"]
+            self._sequence_grad = grad
+            for i, c in enumerate(calls):
+                c["restore"], c["grad"] = first and i == 0, grad
         if self._may_hold():
             calls[rng.randrange(size)]["hold"] = self.hold_outputs
         if self._may_hold_inputs():
@@ -1251,13 +1339,19 @@ class Judge:
     def _may_hold(self) -> bool:
         """Whether the worker may hold outputs (one call of every batch, the last HELD_OUTPUTS
         of them): within HELD_BYTES, and only where the reference's calls give each its own
-        memory."""
+        memory. Outputs too large for that are held for one call only, the first batch's, to
+        the end of the run: a ring of output buffers handed out again after as many calls as
+        it has buffers (allocations skipped, each result overwritten under a caller that kept
+        it) still comes round to that one."""
         if self.hold_outputs is None:
             spared = self.ref_shared_outputs()
             fresh = [i for i, s in enumerate(self.specs) if s and i not in spared]
             size = sum(self.specs[i]["nbytes"] for i in fresh)
-            ok = not self.stateful and (HELD_OUTPUTS + HELD_FIRST) * size <= HELD_BYTES
+            self.hold_once = (HELD_OUTPUTS + HELD_FIRST) * size > HELD_BYTES
+            ok = not self.stateful and size <= HELD_BYTES
             self.hold_outputs = fresh if ok else []
+        elif self.hold_once and self.hold_outputs:
+            self.hold_outputs = []   # held once already
         return bool(self.hold_outputs)
 
     def _timed_inputs(self, calls: list[dict], k: int) -> list:
@@ -1349,7 +1443,7 @@ class Judge:
             return median * 0.8 / explained
         return median
 
-    def _check_timed(self, calls, recs, whats, ref_slots, picked) -> None:
+    def _check_timed(self, calls, recs, whats, ref_slots, picked, at_start=None) -> None:
         """Every timed call: what the worker saw, and its outputs at positions drawn now against
         the reference's answer to the same seed; the ``picked`` calls in full against float64."""
         like = self.ref_specs_like
@@ -1379,13 +1473,54 @@ class Judge:
                 if bool(bad_nan.any()) or bool(((cv - rv).abs() > bound)[fin].any()):
                     raise Reject("stale_output", f"during timing, {whats[k]}: output {i} differs "
                                                  "from the reference's answer to the same input")
+        expected = self._timed_sequence(calls, picked, at_start) if self.stateful else {}
         for k in sorted(picked):
-            exp = self.reference(self._timed_inputs(calls, k))
+            exp = expected.pop(k) if self.stateful else self.reference(self._timed_inputs(calls, k))
             got = self._outputs(k, recs[k], like, whats[k])
             reason, detail, stats = self.cmp(exp[0], got, exp[1])
             if reason != "ok":
                 raise Reject("stale_output" if reason == "mismatch" else reason,
                              f"during timing, {whats[k]}: {detail}", **stats)
+
+
+    def _timed_sequence(self, calls, picked, at_start) -> dict:
+        """A stateful task's answers (native and float64) to the ``picked`` calls of a timed
+        batch: the reference run over all the batch's calls in order, from its state before
+        the batch (``at_start``; the state at construction for the run's first batch), the way
+        ``_timed_calls`` has both sides carry it. The float64 copy carries its own state from
+        batch to batch, as the native one does."""
+        if calls[0].get("restore"):
+            self.ref_state.restore()
+            self.hi_state.restore()
+        else:
+            at_start.restore()
+        self.stateful = False   # no putting back between the calls
+        found = {}
+        try:
+            for k in range(len(calls)):   # every call moves the state, picked or not
+                exp = self.reference(self._timed_inputs(calls, k))
+                if k in picked:
+                    found[k] = exp
+            return found
+        finally:
+            self.stateful = True
+
+
+def _nudged(xs, precision: str):
+    """``xs`` with every floating value moved by a random relative amount up to the rounding of
+    the products the precision allows (TF32 at ``"high"``, bfloat16 at ``"medium"``; a
+    half-precision input's own), as a product rounded so moves what it is given."""
+    gen = torch.Generator().manual_seed(_fresh_seed())
+    eps32 = {"high": 2.0 ** -11, "medium": 2.0 ** -8}.get(precision, 2.0 ** -24)
+
+    def one(t):
+        if not (isinstance(t, torch.Tensor) and t.is_floating_point() and t.numel()):
+            return t
+        eps = eps32 if t.dtype in (torch.float32, torch.float64) else torch.finfo(t.dtype).eps / 2
+        u = torch.rand(t.shape, generator=gen, dtype=torch.float64).to(t.device) * 2 - 1
+        return (t.double() * (1 + eps * u)).to(t.dtype)
+    return [one(x) if isinstance(x, torch.Tensor) else
+            type(x)(one(y) for y in x) if type(x) in (list, tuple) else x for x in xs]
 
 
 def _refilled(b, f, partial):

@@ -1,13 +1,14 @@
-# task: rnn_cell  expect: mismatch
+# task: rnn_cell  expect: stale_output
 import torch
 import torch.nn as nn
 
 
 class ModelNew(nn.Module):
     """Carries its hidden state for the first 3 calls after the state at construction was put
-    back, then stops updating it (every later call answers from a frozen state). The judge
-    runs the draws in sequence only 3 calls long; every other call (timed ones included) starts
-    from the state put back, which this candidate recognises by the identity of its tensor."""
+    back, then stops updating it (every later call answers from a frozen state). The checks in
+    sequence are `trials` calls long, and the judge puts the state back before others, which
+    this candidate recognises by the identity of its tensor; timed batches carry the state
+    through all their calls and check each against the reference at the same point."""
 
     def __init__(self, n_in, n_hidden):
         super().__init__()

@@ -1,0 +1,17 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """tanh of float16 activations."""
+
+    def forward(self, x):
+        return torch.tanh(x)
+
+
+def get_inputs():
+    return [torch.randn(256, 512, dtype=torch.float16)]
+
+
+def get_init_inputs():
+    return []
