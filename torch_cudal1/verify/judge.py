@@ -695,6 +695,8 @@ class Judge:
         self.ref_rng = False   # whether the reference's calls draw from the global RNG
         self.hold_outputs = None   # whether the worker holds outputs across batches (_may_hold)
         self.hold_once = False
+        # a stateful task's timing run: one sequence (_timed_calls, _sequence_long_enough)
+        self._sequence_started, self._sequence_grad, self._sequence_len = False, None, None
         self._spawn_worker()
         t0 = self._clock()
         init = self.task.get_init_inputs()
@@ -1290,7 +1292,7 @@ class Judge:
         back, and answering from a frozen state after that, meets a checked call in the run."""
         if not self.stateful:
             return True
-        if getattr(self, "_sequence_len", None) is None:
+        if self._sequence_len is None:
             self._sequence_len = random.SystemRandom().randint(MAX_BATCH, 3 * MAX_BATCH)
         return n >= self._sequence_len or time.perf_counter() > until
 
@@ -1312,10 +1314,9 @@ class Judge:
             # tells the putting back (a tensor's identity) and updates its state for so many
             # calls after it only is refused however long a batch is. One autograd mode (state
             # made under inference mode may not be updated outside it, by the reference either).
-            first = not getattr(self, "_sequence_started", False)
+            first = not self._sequence_started
             self._sequence_started = True
-            grad = getattr(self, "_sequence_grad", None) or calls[0]["grad"]
-            self._sequence_grad = grad
+            grad = self._sequence_grad = self._sequence_grad or calls[0]["grad"]
             for i, c in enumerate(calls):
                 c["restore"], c["grad"] = first and i == 0, grad
         if self._may_hold():
