@@ -402,6 +402,11 @@ def reference_holds(native, hi, precision: str | None = None) -> tuple[str, str,
     where the reference in its own dtype is right on this input, as on inputs of the usual range
     it is, so that an answer off there cannot blame the dtype."""
     nat, _, his = within_range(native, native, hi)
-    best = [h.to(n.dtype) if isinstance(h, torch.Tensor) and isinstance(n, torch.Tensor)
-            and h.shape == n.shape else n for n, h in zip(nat, his)]
-    return compare(best, nat, his, precision=precision, tails=False)
+    return compare(in_dtypes_of(nat, his), nat, his, precision=precision, tails=False)
+
+
+def in_dtypes_of(like: list, values: list) -> list:
+    """``values`` rounded to the dtypes of ``like``, output by output (flat lists); an output
+    whose value is not a tensor of the same shape stays as ``like`` has it."""
+    return [v.to(n.dtype) if isinstance(v, torch.Tensor) and isinstance(n, torch.Tensor)
+            and v.shape == n.shape else n for n, v in zip(like, values)]

@@ -58,7 +58,7 @@ from ..harness.real_inputs import clone_layout
 from ..harness.state import ModuleState
 from ..task import TENSORS_FILE, load_source
 from . import cudnn_tf32, freeze, host_load, loaded_builds, os_sandbox
-from .compare import (SLACK, compare, reference_holds, tolerances,
+from .compare import (SLACK, compare, in_dtypes_of, reference_holds, tolerances,
                       within_range)
 from .float64_trust import distrust
 from .host_load import OthersClock
@@ -1146,8 +1146,7 @@ class Judge:
         except Exception:  # noqa: BLE001 - judged for NaN and inf only
             moved = None
         if moved is not None:
-            best = [h.to(n.dtype) if isinstance(h, torch.Tensor) and isinstance(n, torch.Tensor)
-                    and h.shape == n.shape else n for n, h in zip(flatten(native), flatten(hi))]
+            best = in_dtypes_of(flatten(native), flatten(hi))
             got = [m.to(b.dtype) if isinstance(m, torch.Tensor) and isinstance(b, torch.Tensor)
                    and m.shape == b.shape else m for b, m in zip(best, flatten(moved))]
             tol = min((tolerances(t.dtype, self.compare_at)[0] for t in tensor_leaves(native)
