@@ -40,6 +40,36 @@ def test_the_timing_thread_moves_for_the_timing_and_back(monkeypatch):
 
 
 @needs_two
+def test_a_thread_named_for_the_timing_moves_with_it_and_back(monkeypatch):
+    """The verifier's worker times calls made by its candidate's thread: that thread is moved to
+    the reserved cores with the timing thread, counted in its switches, and moved back."""
+    monkeypatch.setenv("CUDAL1_TIMING_CPUS", str(CPUS[-1]))
+    ready, look, seen_in, finish = (threading.Event() for _ in range(4))
+    ids, seen = {}, {}
+
+    def caller():
+        ids["tid"] = threading.get_native_id()
+        ready.set()
+        look.wait(10)
+        seen["inside"] = os.sched_getaffinity(0)
+        seen_in.set()
+        finish.wait(10)
+        seen["after"] = os.sched_getaffinity(0)
+
+    t = threading.Thread(target=caller)
+    t.start()
+    ready.wait(10)
+    record: dict = {}
+    with timing_cpus(record, (ids["tid"],)):
+        look.set()
+        seen_in.wait(10)
+    finish.set()
+    t.join()
+    assert seen["inside"] == {CPUS[-1]} and seen["after"] == set(CPUS)
+    assert record["involuntary_switches"] >= 0
+
+
+@needs_two
 def test_a_thread_running_before_the_hold_keeps_its_cpus(monkeypatch):
     monkeypatch.setenv("CUDAL1_TIMING_CPUS", str(CPUS[-1]))
     go, done, seen = threading.Event(), threading.Event(), {}

@@ -1,12 +1,13 @@
 # task: diag_matmul  expect: forbidden_call
-# without the audit hook: stale_output
+# without the audit hook: ok
 import torch
 import torch.nn as nn
 
 
 class ModelNew(nn.Module):
     """Reads the length of the batch of calls it is part of from its caller's frame: long batches
-    are timing, where it answers zeros."""
+    are timing, where it answers zeros. (With the audit hook off, the walk finds no batch: the
+    harness's loop runs in a thread of its own, so it always answers right.)"""
 
     def forward(self, a, b):
         try:

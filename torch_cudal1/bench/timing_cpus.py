@@ -57,39 +57,55 @@ def apply_work_cpus() -> str:
     return ""
 
 
-def _switches() -> int:
-    who = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)
-    return resource.getrusage(who).ru_nivcsw
+def _switches(tid: int | None = None) -> int:
+    """Involuntary context switches of the calling thread, or of thread ``tid`` of this process."""
+    if tid is None:
+        who = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)
+        return resource.getrusage(who).ru_nivcsw
+    try:
+        with open(f"/proc/self/task/{tid}/status") as fh:
+            for line in fh:
+                if line.startswith("nonvoluntary_ctxt_switches:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 @contextlib.contextmanager
-def timing_cpus(record: dict):
+def timing_cpus(record: dict, threads: tuple = ()):
     """Run the body on the reserved timing CPUs (if any); fills ``record`` with what happened:
     ``timing_cpus`` (the set used, or absent), ``cpu_note`` (why not), ``involuntary_switches``,
     ``threads_moved_back`` (threads started during the body, moved off the reserved cores),
-    ``load1`` (the host's one-minute load average at the end)."""
+    ``load1`` (the host's one-minute load average at the end). ``threads``: native ids of other
+    threads of this process that take part in the timing (a worker's candidate thread, which
+    makes the calls this thread times), moved and counted with it."""
     cpus, note = _env_cpus("CUDAL1_TIMING_CPUS")
     before = None
     if cpus and hasattr(os, "sched_setaffinity"):
         try:
             before = os.sched_getaffinity(0)
             os.sched_setaffinity(0, cpus)
+            for tid in threads:
+                with contextlib.suppress(OSError):
+                    os.sched_setaffinity(tid, cpus)
             record["timing_cpus"] = sorted(os.sched_getaffinity(0))
         except OSError as e:
             before, note = None, f"CUDAL1_TIMING_CPUS not applied: {e}"
     if note:
         record["cpu_note"] = note
-    s0 = _switches()
+    s0 = _switches() + sum(_switches(t) for t in threads)
     tids = _threads() if before is not None else set()
     try:
         yield
     finally:
-        record["involuntary_switches"] = _switches() - s0
+        record["involuntary_switches"] = _switches() + sum(_switches(t) for t in threads) - s0
         with contextlib.suppress(OSError, AttributeError):   # how busy the rest of the host was
             record["load1"] = round(os.getloadavg()[0], 2)
         if before is not None:
-            with contextlib.suppress(OSError):
-                os.sched_setaffinity(0, before)
+            for tid in (0, *threads):
+                with contextlib.suppress(OSError):
+                    os.sched_setaffinity(tid, before)
             moved = _move_back(_threads() - tids, before)
             if moved:
                 record["threads_moved_back"] = moved

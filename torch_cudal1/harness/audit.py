@@ -20,6 +20,7 @@ it out (the sandbox tests use that, to show the OS boundary holds on its own).
 """
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import sysconfig
@@ -42,6 +43,11 @@ _EXEC_PREFIXES = ("os.exec", "os.spawn")
 _FRAME_EVENTS = {"sys._getframe", "sys._current_frames", "sys._getframemodulename", "sys.settrace",
                  "sys.setprofile"}
 _FRAME_ATTRS = {"tb_frame", "gi_frame", "cr_frame", "ag_frame"}
+# What reaches another thread's frames (the harness's loop runs in a thread of its own,
+# candidate_thread.py), or runs a function in every thread: refused to any code with the
+# candidate's code under it, a library's included.
+_ALL_THREADS = {"sys._current_frames", "sys._current_exceptions", "sys._settraceallthreads",
+                "sys._setprofileallthreads", "sys.monitoring.register_callback"}
 # standard-library functions that hand frames to their caller (others, like logging's and
 # warnings' look at the caller's name, take one and keep it)
 _FRAME_GIVERS = {"currentframe", "stack", "trace", "getouterframes", "getinnerframes",
@@ -135,7 +141,13 @@ def _candidate_below(f) -> bool:
 
 def _where(code) -> str:
     """'stdlib', 'library' (installed packages, this package) or 'candidate' for a code object."""
-    fn = code.co_filename
+    return _where_file(code.co_filename)
+
+
+@functools.lru_cache(maxsize=8192)
+def _where_file(fn: str) -> str:
+    """``_where`` by file name, kept: the hook walks whole stacks on events the harness's own
+    thread raises every call, and resolving each file's real path is a system call per part."""
     if fn.startswith("<frozen"):
         return "stdlib"
     if not fn.startswith("/"):
@@ -243,10 +255,48 @@ def _symbol_at(addr) -> str:
     return info.sname.decode(errors="replace")
 
 
-def install(allowed_write_roots: list[str], on_violation, shared: bool = True) -> None:
+def code_of(module) -> list:
+    """Every code object of ``module``'s functions and classes, nested ones included: the task's
+    own code, which the harness's thread runs (its ``get_inputs``) and which is not the
+    candidate's although it lives beside it."""
+    out, todo, seen = [], [], set()
+    for v in vars(module).values():
+        if isinstance(v, type) and v.__module__ == module.__name__:
+            todo += [getattr(m, "__func__", m) for m in vars(v).values()]
+        else:
+            todo.append(v)
+    codes = [getattr(f, "__code__", None) for f in todo]
+    while codes:
+        c = codes.pop()
+        if type(c) is not type(code_of.__code__) or id(c) in seen:
+            continue
+        seen.add(id(c))
+        out.append(c)
+        codes += list(c.co_consts)
+    return out
+
+
+def install(allowed_write_roots: list[str], on_violation, shared: bool = True,
+            harness_thread: int | None = None, trusted_code=()) -> None:
     """Install the audit hook. ``on_violation(detail)`` must not return. ``shared``: writes to the
     user's temporary directory and compiler caches (``~/.cache``, ``~/.triton``) are allowed too,
-    for the harness's own candidates; code from an engine gets private ones instead."""
+    for the harness's own candidates; code from an engine gets private ones instead.
+    ``harness_thread``: the thread of the harness's loop (``threading.get_ident``), where no
+    candidate code runs but what the harness's own work sets off (a finaliser, a gc callback):
+    there, code with the candidate's under it may take no frame and walk no heap at all.
+    ``trusted_code``: code objects that are not the candidate's there (``code_of`` the task)."""
+    import _thread
+    get_ident = _thread.get_ident
+    trusted = frozenset(id(c) for c in trusted_code)   # alive while the task module is
+
+    def candidate_here(f) -> bool:
+        """Candidate code on this stack, under ``f`` (the task's own code aside)."""
+        f = f.f_back
+        while f is not None:
+            if id(f.f_code) not in trusted and _where(f.f_code) == "candidate":
+                return True
+            f = f.f_back
+        return False
     common = [os.path.expanduser("~/.nv"), "/dev/shm"]   # the CUDA driver's JIT cache, shm
     if shared:
         common += [tempfile.gettempdir(), os.path.expanduser("~/.triton"),
@@ -256,7 +306,8 @@ def install(allowed_write_roots: list[str], on_violation, shared: bool = True) -
     # Events the hook judges; everything else (frame attribute reads fire ``object.__getattr__``
     # dozens of times per call of a model) returns at the first line.
     _bind_dladdr()
-    watched = frozenset(_PROC_EVENTS | _NET_EVENTS | _GC_EVENTS | set(_FS_EVENTS) | _FRAME_EVENTS | {
+    watched = frozenset(_PROC_EVENTS | _NET_EVENTS | _GC_EVENTS | set(_FS_EVENTS) | _FRAME_EVENTS |
+                        _ALL_THREADS | {"code.__new__"} | {
         "object.__setattr__", "object.__getattr__", "ctypes.dlsym", "ctypes.dlopen", "open",
         "ctypes.call_function", "ctypes.PyObj_FromPtr",
         "ctypes.cdata", "ctypes.string_at", "ctypes.wstring_at"})
@@ -268,7 +319,22 @@ def install(allowed_write_roots: list[str], on_violation, shared: bool = True) -
             return   # fired for every f_code read: the common case returns here
         in_hook[0] = True
         try:
-            if event in _PROC_EVENTS or event.startswith(_EXEC_PREFIXES):
+            if event in _ALL_THREADS or (
+                    get_ident() == harness_thread and (event in _FRAME_EVENTS or event in _GC_EVENTS
+                                                       or event == "object.__getattr__")):
+                if candidate_here(sys._getframe(0)):
+                    on_violation(f"{event}: another thread's frames, or the harness's thread's, "
+                                 "are out of the candidate's reach")
+            elif event == "code.__new__":
+                # code under a library's, the standard library's or the harness's file name is
+                # judged as theirs (``_where``): the candidate may not make code so named
+                # (``compile`` of any text is refused by the static check)
+                name = args[1] if len(args) > 1 else None
+                if isinstance(name, (str, bytes)) and _where_file(os.fsdecode(name)) != "candidate" \
+                        and not _caller_is_library(names={"replace", "CodeType"}):
+                    on_violation(f"{event}: code under the file name {os.fsdecode(name)[:200]}, "
+                                 "which is not the candidate's")
+            elif event in _PROC_EVENTS or event.startswith(_EXEC_PREFIXES):
                 if not _caller_is_library(names={event.rpartition(".")[2]}):
                     on_violation(f"{event} {str(args)[:200]}")
             elif event == "socket.__new__":

@@ -7,9 +7,11 @@ Every call, whatever it is for (a verification draw, a repeat, a timed call), do
    ``scale``), the tensors of an earlier call again, or an earlier call's tensors refilled in
    place with a new draw;
 2. the L2 cache flushed (GPU), the call timed (CUDA events on the current stream, or the CPU
-   clock) under the autograd context the judge chose (``no_grad`` or ``inference_mode``);
-3. its outputs copied, the moment it returns and ordered on the current stream, into the call's
-   slot of shared memory: what a caller reading them right away would see;
+   clock) under the autograd context the judge chose (``no_grad`` or ``inference_mode``), in the
+   candidate's thread (``candidate_thread.py``: in the worker, the thread that runs this code is
+   another, and none of its frames is under the candidate's);
+3. its outputs copied, the moment it returns and ordered after its thread's current stream, into
+   the call's slot of shared memory: what a caller reading them right away would see;
 4. the device synchronised, then facts about the call written down for the judge: outputs that
    are not exact dense tensors, outputs that changed after the return (work left running),
    inputs changed by the call, where outputs live (memory shared between outputs), threads the
@@ -36,6 +38,7 @@ import numpy as np
 import torch
 
 from . import guards
+from .candidate_thread import Inline
 from .errors import chain_text
 from .protocol import layout
 
@@ -46,6 +49,7 @@ _now = time.perf_counter   # the call's clock, bound here (see ``sealed``)
 # as the harness records the call's end or reads its time
 _event_record = getattr(getattr(torch.cuda, "Event", None), "record", None)
 _event_elapsed = getattr(getattr(torch.cuda, "Event", None), "elapsed_time", None)
+_event_wait = getattr(getattr(torch.cuda, "Event", None), "wait", None)
 _CLASSES = guards.class_state()   # taken as the harness is imported, before any candidate
 # gc's switches, bound here: collections are off from a call's return until its facts are written,
 # so a gc callback it left cannot run (and take itself off) before ``guards.disarm`` sees it
@@ -525,10 +529,68 @@ def _note_input_memory(metas: list, xs: list) -> None:
                 break
 
 
-class CallError(Exception):
-    def __init__(self, index: int, e: BaseException):
-        super().__init__(str(e))
-        self.index, self.exc = index, e
+def call_model(model, xs: list, grad: str, start, end) -> tuple:
+    """A call as it runs in the candidate's thread: timed (CUDA events recorded on this thread's
+    stream, or the CPU clock), under the autograd context the judge chose. Returns the output, the
+    CPU time, whether gc was collecting (it is off from the return until the facts are written,
+    so a gc callback the call left cannot run, and take itself off, before ``guards.disarm``
+    sees it), the hooks and modes it left (taken off: they are this thread's), and the threads
+    that were running before it with whether it left a new one running."""
+    before = threading.enumerate()
+    with _grad_context(grad):
+        hooks = guards.call_hooks()
+        if start is not None:
+            _event_record(start)
+        t0 = _now()
+        out = model(*xs)
+        ms = (_now() - t0) * 1e3
+        if end is not None:
+            _event_record(end)
+        collecting = _gc_is_on()
+        _gc_off()
+        left = guards.disarm(hooks)
+    ids = {id(t) for t in before}
+    started = any(id(t) not in ids for t in threading.enumerate())
+    return out, ms, collecting, left, (before, started)
+
+
+def left_running(before: list, own_file: str | None) -> list[str]:
+    """The names of the threads the candidate's code started during a call and left running
+    past a short join (read in its thread: a thread's methods may be the candidate's)."""
+    ids = {id(t) for t in before}
+    own = [t for t in threading.enumerate() if id(t) not in ids and t.is_alive()
+           and _started_by(t, own_file)]
+    for t in own:
+        t.join(0.2)
+    return [str.__str__(t.name) if isinstance(t.name, str) else "?" for t in own if t.is_alive()]
+
+
+def _started_by(t: threading.Thread, own_file: str | None) -> bool:
+    target = getattr(t, "_target", None) or getattr(type(t), "run", None)
+    code = getattr(target, "__code__", None) or getattr(
+        getattr(target, "__func__", None), "__code__", None)
+    fn = getattr(code, "co_filename", "") or ""
+    return bool(own_file) and (fn == own_file or not fn.startswith("/"))
+
+
+def _restore(state) -> None:
+    state.restore()
+
+
+def settings_left(settings, switches) -> str:
+    """What the candidate's code left changed of the process settings read before its import
+    (``global_settings``), described; '' when nothing."""
+    from .. import global_settings
+    out = []
+    if settings is not None:
+        leaked = global_settings.leaks(settings)
+        if leaked:
+            out.append(global_settings.describe(leaked))
+    if switches is not None:
+        moved = global_settings.switches_moved(switches)
+        if moved:
+            out.append(moved)
+    return "; ".join(str.__str__(x) for x in out if x)
 
 
 HELD_OUTPUTS = 4   # calls whose outputs are held across batches (a ``hold`` per batch) ...
@@ -544,12 +606,14 @@ class Runner:
     library's. ``settings``: the process settings before the candidate, checked after a batch.
     ``written``: the inputs the task's reference writes to (the judge found them): each call's
     outputs are followed by those inputs as the call left them, compared like outputs, and a
-    call on an earlier call's inputs gets them back as they were before that call wrote them."""
+    call on an earlier call's inputs gets them back as they were before that call wrote them.
+    ``jobs``: the candidate's thread (``candidate_thread.Jobs``); none runs the model here."""
 
     def __init__(self, model, inputs: Inputs, slots: Slots | None, device: str, *,
                  state=None, own_file: str | None = None, settings=None, switches=None,
-                 written=()):
+                 written=(), jobs=None):
         self.model, self.inputs, self.slots, self.device = model, inputs, slots, device
+        self.jobs = jobs or Inline()   # where the model's code runs (candidate_thread.py)
         self.switches = switches   # global_settings.process_switches() before the import
         self.cuda = str(device).startswith("cuda")
         self.state, self.own_file, self.settings = state, own_file, settings
@@ -596,56 +660,60 @@ class Runner:
 
     # -- one call -------------------------------------------------------------------------------
     def _call(self, k: int, c: dict, kept_outputs: list) -> dict:
+        """Call ``k`` of a batch: its record, or ``{"error": (type name, text)}`` when the
+        candidate's code raised. The call itself (and a state put back before it) runs in the
+        candidate's thread (``candidate_thread.py``): this thread reads its results only through
+        the base classes' own methods."""
         with torch.no_grad():
             xs = self._inputs(c)
         watch = InputWatch(xs, skip=self.written)
+        submit = self.jobs.submit
         if c.get("restore") and self.state is not None:
-            self.state.restore()
+            ok, err = submit(_restore, self.state)
+            if ok is not True:
+                return {"error": err, "tampered": ok is None}
         if c.get("rng") is not None:
             seed_all(int(c["rng"]), self.device)
-        threads = set(threading.enumerate())
+        start = end = None
         if self.cuda:
             if c.get("flush", True):
                 self.flush()
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            try:
-                with _grad_context(c.get("grad", "no_grad")):
-                    hooks = guards.call_hooks()
-                    moved = guards.classes_changed(_CLASSES)
-                    rng = rng_state(self.device)
-                    _event_record(start)
-                    out = self.model(*xs)
-                    _event_record(end)
-                    collecting = _gc_is_on()
-                    _gc_off()
-                    moved += guards.classes_changed(_CLASSES)
-                    left = guards.disarm(hooks)
-            except BaseException as e:  # noqa: BLE001 - SystemExit from candidate code too
-                raise CallError(k, e) from None
-        else:
-            try:
-                with _grad_context(c.get("grad", "no_grad")):
-                    hooks = guards.call_hooks()
-                    moved = guards.classes_changed(_CLASSES)
-                    rng = rng_state(self.device)
-                    t0 = _now()
-                    out = self.model(*xs)
-                    ms = (_now() - t0) * 1e3
-                    collecting = _gc_is_on()
-                    _gc_off()
-                    moved += guards.classes_changed(_CLASSES)
-                    left = guards.disarm(hooks)
-            except BaseException as e:  # noqa: BLE001
-                raise CallError(k, e) from None
+        moved = guards.classes_changed(_CLASSES)
+        rng = rng_state(self.device)
+        ok, value = submit(call_model, self.model, xs, c.get("grad", "no_grad"), start, end)
+        moved += guards.classes_changed(_CLASSES)
+        if ok is not True:
+            return {"error": value, "tampered": ok is None}
+        out, ms, collecting, left, threads = value
+        try:   # gc back on whatever the harness's own work raises (a full device, say)
+            return self._record(k, c, xs, watch, out, ms, left, threads, moved, rng, start, end,
+                                kept_outputs)
+        finally:
+            if collecting:
+                _gc_on()
+
+    def _record(self, k: int, c: dict, xs: list, watch, out, ms, left, threads, moved, rng,
+                start, end, kept_outputs: list) -> dict:
+        """The facts of call ``k``, its outputs copied to its slot (see ``_call``)."""
+        submit = self.jobs.submit
+        if self.cuda:
+            # this thread's stream after the candidate's, whichever its thread made current:
+            # the outputs are copied as a caller on that thread would read them
+            _event_wait(end)
         tree = structure(out)
         outs = flatten(out) + [t for j in self.written if j < len(xs) for t in tensor_leaves(xs[j])]
         metas = [self._snapshot(k, i, o) for i, o in enumerate(outs)]
         _note_input_memory(metas, xs)
         if self.cuda:
             torch.cuda.synchronize()
-            ms = _event_elapsed(start, end)
-        new_threads = [t for t in threading.enumerate() if t not in threads and t.is_alive()]
-        if new_threads:
+            try:
+                ms = _event_elapsed(start, end)
+            except (ValueError, RuntimeError):   # the call "ended" before it recorded its end
+                return {"error": ("ResultBeforeItsEnd", "a result came back before the call "
+                                  "recorded its end: the candidate's thread returned a result "
+                                  "the job did not"), "tampered": True}
+        if threads[1]:   # threads it started, still running as it returned
             time.sleep(THREAD_GRACE_S)
         rec = {"ms": ms, "outputs": metas, "tree": tree}
         if moved:   # a method set on a class the harness uses, around this call
@@ -664,12 +732,12 @@ class Runner:
         mutated = watch.changed(xs)
         if mutated:
             rec["inputs_mutated"] = mutated
-        own = [t for t in new_threads if self._started_by_candidate(t)]
-        for t in own:
-            t.join(0.2)
-        alive = [t.name for t in own if t.is_alive()]
-        if alive:
-            rec["threads_alive"] = alive
+        if threads[1]:
+            ok, alive = submit(left_running, threads[0], self.own_file)
+            if ok is None:
+                return {"error": alive, "tampered": True}
+            if ok is True and alive:
+                rec["threads_alive"] = alive
         kept_outputs.append(outs)
         if c.get("hold_inputs"):
             mine = [(t, fingerprint(t)) for j, x in enumerate(xs) if j not in self.written
@@ -687,8 +755,6 @@ class Runner:
             else:
                 self.held.append(new)
                 del self.held[:-HELD_OUTPUTS]
-        if collecting:
-            _gc_on()
         return rec
 
     def _snapshot(self, k: int, i: int, o) -> dict:
@@ -737,26 +803,23 @@ class Runner:
                         return f"the memory of the output of {label} (held) was handed out again"
         return None
 
-    def _started_by_candidate(self, t: threading.Thread) -> bool:
-        target = getattr(t, "_target", None) or getattr(type(t), "run", None)
-        code = getattr(target, "__code__", None) or getattr(
-            getattr(target, "__func__", None), "__code__", None)
-        fn = getattr(code, "co_filename", "") or ""
-        return bool(self.own_file) and (fn == self.own_file or not fn.startswith("/"))
-
     # -- a batch --------------------------------------------------------------------------------
     def run(self, calls: list[dict]) -> dict:
         """Run ``calls`` (call ``i`` into slot ``i``); the batch's records."""
         self.batches += 1
         recs, kept = [], []
         error = None
+        tampered = None
         for k, c in enumerate(calls):
-            try:
-                recs.append(self._call(k, c, kept))
-            except CallError as e:
-                error = {"index": e.index, "type": type(e.exc).__name__,
-                         "text": chain_text(e.exc)[-4000:]}
+            rec = self._call(k, c, kept)
+            if "error" in rec:
+                name, text = rec["error"]
+                if rec.get("tampered"):
+                    tampered = text if type(text) is str else "?"
+                error = {"index": k, "type": name if type(name) is str else "?",
+                         "text": text if type(text) is str else "?"}
                 break
+            recs.append(rec)
         if self.cuda:
             try:
                 torch.cuda.synchronize()
@@ -771,6 +834,8 @@ class Runner:
                     if m.get("copied") and fingerprint(o) != fingerprint(self.slots.view(k, i)):
                         later.append([k, i])
         reply = {"calls": recs, "error": error}
+        if tampered:
+            reply["tampered"] = tampered
         if later:
             reply["changed_later"] = later
         if error is None and (self.held or self.held_first):
@@ -782,17 +847,13 @@ class Runner:
                 if any(fingerprint(t) != fp for t, fp in items):
                     reply["held_inputs_changed"] = f"{label} (held) changed when later calls ran"
                     break
-        if self.settings is not None:
-            from .. import global_settings
-            leaked = global_settings.leaks(self.settings)
-            if leaked:
-                reply["settings_leaked"] = global_settings.describe(leaked)
-        if self.switches is not None:
-            from .. import global_settings
-            moved = global_settings.switches_moved(self.switches)
-            if moved:
-                reply["settings_leaked"] = "; ".join(
-                    x for x in (reply.get("settings_leaked"), moved) if x)
+        if self.settings is not None or self.switches is not None:
+            # read where the candidate's calls ran: autograd's switch is its thread's own
+            ok, leaked = self.jobs.submit(settings_left, self.settings, self.switches)
+            if ok is None:
+                reply["tampered"] = leaked[1]
+            elif ok is True and leaked:
+                reply["settings_leaked"] = leaked if type(leaked) is str else "?"
         del kept
         for name in [n for n in self.kept if n.startswith("_")]:   # a batch's own inputs
             del self.kept[name]
@@ -811,14 +872,15 @@ def sealed() -> dict:
 
 
 @contextlib.contextmanager
-def quiet_cpu(record: dict):
-    """The timing thread on reserved cores where ``CUDAL1_TIMING_CPUS`` names them."""
+def quiet_cpu(record: dict, threads: tuple = ()):
+    """The timing thread (and ``threads``, native ids: the thread that makes the calls) on
+    reserved cores where ``CUDAL1_TIMING_CPUS`` names them."""
     try:
         from ..bench.timing_cpus import timing_cpus
     except Exception:  # noqa: BLE001
         yield
         return
-    with timing_cpus(record):
+    with timing_cpus(record, threads):
         yield
 
 

@@ -56,10 +56,27 @@ def main() -> None:
         os._exit(0)
     if setup.get("op") == "bye":
         os._exit(0)
-    os._exit(_serve(setup, req_fd, rep_fd, slot_fd))
+    # The harness's loop in a thread of its own, the candidate's code in this one (see
+    # candidate_thread.py); ``_thread`` keeps no Thread object whose arguments could be read.
+    import _thread
+    from .candidate_thread import Jobs
+    jobs = Jobs()
+    _thread.start_new_thread(_loop, ([setup, req_fd, rep_fd, slot_fd], jobs))
+    del setup
+    jobs.serve()
 
 
-def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
+def _loop(box: list, jobs) -> None:
+    args = box[:]
+    box.clear()
+    code = 1
+    try:
+        code = _serve(*args, jobs)
+    finally:
+        os._exit(code)
+
+
+def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int, jobs) -> int:
     from . import protocol
     phases: dict[str, float] = {}
     t0 = time.monotonic()
@@ -71,6 +88,8 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
     # the harness's own code as private copies, taken before the candidate's import: a function
     # of calls.py or protocol.py swapped for one call (and put back) changes nothing they run
     private = calls.sealed()
+    from . import state as state_module
+    ModuleState = guards.private(state_module)["ModuleState"]
     Inputs, Runner, Slots, quiet_cpu = (private[k] for k in ("Inputs", "Runner", "Slots", "quiet_cpu"))
     proto = guards.private(protocol)
     import json.encoder
@@ -108,14 +127,23 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
                                         "harness"})
             raise _forged("request pipe") from None
 
-    def fail(where: str, e: BaseException, _send=send, _rep_fd=rep_fd, _phases=phases,
-             _chain_text=chain_text) -> int:
-        _send(_rep_fd, {"error": {"where": where, "type": type(e).__name__,
-                                  "text": _chain_text(e)[-4000:]}, "phases": _phases})
+    def fail(where: str, err: tuple, ok=False, _send=send, _rep_fd=rep_fd,
+             _phases=phases) -> int:
+        name, text = err   # (type name, text), exact strings (candidate_thread.describe)
+        text = text if type(text) is str else "?"
+        if ok is None:   # a result the job did not return
+            _send(_rep_fd, {"tampered": f"{where}: {text}"})
+            return 0
+        _send(_rep_fd, {"error": {"where": where, "type": name if type(name) is str else "?",
+                                  "text": text}, "phases": _phases})
         return 0
 
+    submit = jobs.submit   # bound now: see candidate_thread.Jobs
+    threads = (jobs.native_id,)
     device = setup["device"]
-    global_settings.apply(global_settings.from_json(setup.get("settings") or {}))   # the user's numerics, as when served
+    # the user's numerics, as when served, where the candidate's calls run (autograd's and
+    # autocast's switches are per thread)
+    submit(global_settings.apply, global_settings.from_json(setup.get("settings") or {}))
     task = _load(setup["task_file"], "cudal1_task")
     real = None
     if setup.get("real_inputs"):
@@ -132,8 +160,10 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
             any(k in task_text for k in ("# registers torch.ops.", "torch.ops.prims.",
                                          "torch.ops.higher_order.")):
         import torch._dynamo  # noqa: F401 - rebinds some torch functions when first imported
-    settings = global_settings.snapshot()
-    switches = global_settings.process_switches()
+    ok, read = submit(_settings_now)
+    if ok is not True:
+        return fail("reading the process settings", read, ok)
+    settings, switches = read
     slots = Slots(slot_fd, int(setup["slots"]), setup["specs"], device)
     # Mapped now, the file itself is let go: candidate code could map it again through its
     # number and write a call's slot after the harness copied the call's outputs there.
@@ -142,11 +172,20 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
         # The judge times this process's harness on the reference before any candidate code
         # is here, so that it knows what the harness costs in this process, not in its own.
         if _calibrate(task, init, setup, slots, Inputs, Runner, quiet_cpu, send, recv,
-                      req_fd, rep_fd) != "import":
+                      req_fd, rep_fd, jobs) != "import":
             return 0
     snap = guards.snapshot()
     # bound before the candidate's code runs: rebinding them later changes nothing here
     changed = guards.sealed()["changed"]
+    # torch's mode stacks and dispatch keys are per thread: the candidate's thread's own, read there
+    ok, modes0 = submit(_thread_hooks)
+
+    def rebound(_changed=changed, _snap=snap, _submit=submit, _modes0=modes0) -> list:
+        out = _changed(_snap)[:20]
+        ok, now = _submit(_thread_hooks)
+        if ok is not True or now != _modes0:
+            out.append("torch's modes or dispatch keys of the thread its calls run in")
+        return out
     drawn = _drawing_copy(task)
     run_batch = Runner.run
 
@@ -159,43 +198,39 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
     if setup.get("sandboxed"):
         _not_dumpable()
     if env("CUDAL1_AUDIT") != "0":
-        audit.install(setup.get("write_roots", []), violation, shared=not setup.get("isolate"))
+        import _thread
+        audit.install(setup.get("write_roots", []), violation, shared=not setup.get("isolate"),
+                      harness_thread=_thread.get_ident(), trusted_code=audit.code_of(task))
     phases["start_s"] = round(time.monotonic() - t0, 3)
     t1 = time.monotonic()
-    try:
-        cand = _load(setup["candidate"], "cudal1_candidate")
-    except BaseException as e:  # noqa: BLE001 - SystemExit from candidate code is a verdict too
-        return fail("import", e)
-    if not isinstance(getattr(cand, "ModelNew", None), type):
+    ok, cand = submit(_import_candidate, setup["candidate"])
+    if ok is not True:   # SystemExit from candidate code is a verdict too
+        return fail("import", cand, ok)
+    if cand is None:
         send(rep_fd, {"error": {"where": "import", "type": "no_model_new",
-                                         "text": "candidate defines no class ModelNew"}})
+                                "text": "candidate defines no class ModelNew"}})
         return 0
-    torch.manual_seed(int(setup["seed0"]))
-    try:
-        model = cand.ModelNew(*init)
-        if isinstance(model, torch.nn.Module):
-            model = model.to(device).eval()
-        if str(device).startswith("cuda"):
-            torch.cuda.synchronize()
-    except BaseException as e:  # noqa: BLE001
-        return fail("ModelNew(*init)", e)
+    ok, model = submit(_construct, cand, init, device, int(setup["seed0"]))
+    if ok is not True:
+        return fail("ModelNew(*init)", model, ok)
     # settings its import or construction changed hold during its calls only, as when served
-    model, changes = global_settings.scoped(model, settings)
+    ok, scoped = submit(_scoped, model, settings)
+    if ok is not True:
+        return fail("ModelNew(*init)", scoped, ok)
+    model, scoped = scoped
     state = None
     if setup.get("stateful"):
-        from .state import ModuleState
-        try:
-            state = ModuleState(model)
-        except BaseException as e:  # noqa: BLE001
-            return fail("reading its state", e)
+        ok, state = submit(ModuleState, model)
+        if ok is not True:
+            return fail("reading its state", state, ok)
     phases["build_s"] = round(time.monotonic() - t1, 3)
     runner = Runner(model, Inputs(drawn, device, real), slots, device, state=state,
                     own_file=setup["candidate"], settings=settings, switches=switches,
-                    written=setup.get("written") or ())
-    send(rep_fd, {"ready": True, "phases": phases, "rebound": changed(snap)[:20],
-                  "switches_moved": global_settings.switches_moved(switches),
-                           "scoped": global_settings.describe(changes) if changes else None,
-                           "build_dir": os.environ.get("TORCH_EXTENSIONS_DIR")})
+                    written=setup.get("written") or (), jobs=jobs)
+    ok, moved = submit(global_settings.switches_moved, switches)
+    send(rep_fd, {"ready": True, "phases": phases, "rebound": rebound(),
+                  "switches_moved": moved if ok is True and type(moved) is str else "",
+                  "scoped": scoped, "build_dir": os.environ.get("TORCH_EXTENSIONS_DIR")})
     while True:
         try:
             msg = recv(req_fd)
@@ -204,7 +239,7 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
         if msg.get("op") == "batch":
             host: dict = {}
             try:
-                with quiet_cpu(host):
+                with quiet_cpu(host, threads):
                     reply = run_batch(runner, msg["calls"])
             except BaseException as e:  # noqa: BLE001 - the harness's own work failed (memory)
                 reply = {"calls": [], "error": {"index": 0, "type": type(e).__name__,
@@ -214,9 +249,47 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int) -> int:
         elif msg.get("op") == "ping":
             send(rep_fd, {"pong": True})
         elif msg.get("op") == "check":   # functions rebound since the candidate was imported
-            send(rep_fd, {"rebound": changed(snap)[:20]})
+            send(rep_fd, {"rebound": rebound()})
         else:
             return 0
+
+
+# -- jobs: what runs in the candidate's thread (candidate_thread.py) ------------------------------
+def _settings_now() -> tuple:
+    from .. import global_settings
+    return global_settings.snapshot(), global_settings.process_switches()
+
+
+def _thread_hooks() -> tuple:
+    """What of this thread would run code inside its torch calls (``guards.call_hooks``: the
+    modes on torch's stacks, the dispatcher's thread-local keys), as exact strings."""
+    from . import guards
+    modes, _, tls = guards.call_hooks()
+    return tuple(str.__str__(x) if isinstance(x, str) else "?" for x in (*modes, *tls))
+
+
+def _import_candidate(path: str):
+    """The candidate's module, or None where it defines no class ``ModelNew``."""
+    cand = _load(path, "cudal1_candidate")
+    return cand if isinstance(getattr(cand, "ModelNew", None), type) else None
+
+
+def _construct(cand, init: list, device: str, seed: int):
+    import torch
+    torch.manual_seed(seed)
+    model = cand.ModelNew(*init)
+    if isinstance(model, torch.nn.Module):
+        model = model.to(device).eval()
+    if str(device).startswith("cuda"):
+        torch.cuda.synchronize()
+    return model
+
+
+def _scoped(model, settings: dict) -> tuple:
+    """``global_settings.scoped``: the model, and the changes it scoped described (or None)."""
+    from .. import global_settings
+    model, changes = global_settings.scoped(model, settings)
+    return model, (str.__str__(global_settings.describe(changes)) if changes else None)
 
 
 def _not_dumpable() -> None:
@@ -245,23 +318,22 @@ def _drawing_copy(task):
 
 
 def _calibrate(task, init, setup, slots, Inputs, Runner, quiet_cpu, send, recv, req_fd,
-               rep_fd) -> str:
+               rep_fd, jobs) -> str:
     """Serve the judge's batches on the reference until it says ``import``: the op that ended
-    the loop ("import", or whatever else, which ends the process)."""
-    import torch
+    the loop ("import", or whatever else, which ends the process). Its calls run in the
+    candidate's thread, as the candidate's will: the judge learns what the harness costs."""
     from . import protocol
     from .errors import chain_text
     device = setup["device"]
-    try:
-        torch.manual_seed(int(setup["seed0"]))
-        ref = task.Model(*init).to(device).eval()
+    ok, ref = jobs.submit(_reference, task, init, device, int(setup["seed0"]))
+    runner = None
+    if ok is True:
         runner = Runner(ref, Inputs(task, device, None), slots, device, state=None, own_file=None,
-                        settings=None, written=setup.get("written") or ())
-    except BaseException as e:  # noqa: BLE001 - the judge then judges without this figure
-        send(rep_fd, {"calibrating": False, "text": chain_text(e)[-2000:]})
-        ref = runner = None
-    else:
+                        settings=None, written=setup.get("written") or (), jobs=jobs)
         send(rep_fd, {"calibrating": True})
+    else:   # the judge then judges without this figure
+        send(rep_fd, {"calibrating": False, "text": ref[1][-2000:]})
+        ref = None
     op = None
     try:
         while True:
@@ -272,7 +344,7 @@ def _calibrate(task, init, setup, slots, Inputs, Runner, quiet_cpu, send, recv, 
             op = msg.get("op")
             if op == "batch" and runner is not None:
                 try:
-                    with quiet_cpu({}):
+                    with quiet_cpu({}, (jobs.native_id,)):
                         reply = runner.run(msg["calls"])
                 except BaseException as e:  # noqa: BLE001
                     reply = {"calls": [], "error": {"index": 0, "type": type(e).__name__,
@@ -285,8 +357,19 @@ def _calibrate(task, init, setup, slots, Inputs, Runner, quiet_cpu, send, recv, 
     finally:
         del ref, runner
         if str(device).startswith("cuda"):
-            torch.cuda.synchronize()
-            torch.cuda.empty_cache()
+            jobs.submit(_release_cuda)
+
+
+def _reference(task, init: list, device: str, seed: int):
+    import torch
+    torch.manual_seed(seed)
+    return task.Model(*init).to(device).eval()
+
+
+def _release_cuda() -> None:
+    import torch
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
 
 
 if __name__ == "__main__":

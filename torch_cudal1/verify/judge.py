@@ -695,6 +695,7 @@ class Judge:
         self.ref_rng = False   # whether the reference's calls draw from the global RNG
         self.hold_outputs = None   # whether the worker holds outputs across batches (_may_hold)
         self.hold_once = False
+        self._held_once = False    # the timing run's one hold of outputs too large for more
         # a stateful task's timing run: one sequence (_timed_calls, _sequence_long_enough)
         self._sequence_started, self._sequence_grad, self._sequence_len = False, None, None
         self._spawn_worker()
@@ -887,7 +888,7 @@ class Judge:
         ratios = []
         with self._reference_runner() as (runner, _), self.lock.exclusive(), quiet_cpu({}):
             for r in range(HARNESS_ROUNDS + 1):   # the first warms both sides
-                calls = self._timed_calls(3 if r == 0 else size, rng)
+                calls = self._timed_calls(3 if r == 0 else size, rng, run=False)
                 t = time.perf_counter()
                 mine = runner.run(calls)
                 w_r = time.perf_counter() - t
@@ -1295,10 +1296,13 @@ class Judge:
             self._sequence_len = random.SystemRandom().randint(MAX_BATCH, 3 * MAX_BATCH)
         return n >= self._sequence_len or time.perf_counter() > until
 
-    def _timed_calls(self, size: int, rng) -> list[dict]:
+    def _timed_calls(self, size: int, rng, run: bool = True) -> list[dict]:
         """A batch of timed calls: each a new draw, or (about one in two) the previous call's
         buffers refilled in part with a new draw. One call's outputs, at random, are held by the
-        worker for the next batches (``_may_hold``, ``outputs_kept_apart``)."""
+        worker for the next batches (``_may_hold``, ``outputs_kept_apart``). ``run=False``: a
+        batch of the harness's calibration on the reference, held like any timed batch (its
+        cost is what the calibration measures) but leaving the timing run's own bookkeeping
+        (its one hold of large outputs, a stateful task's sequence) to the candidate's run."""
         calls = []
         for i in range(size):
             if i and rng.random() < 0.5:
@@ -1306,7 +1310,7 @@ class Judge:
                                        partial=_fresh_seed(), keep_as=f"_t{i}"))
             else:
                 calls.append(self.spec(seed=_fresh_seed(), keep_as=f"_t{i}"))
-        if self.stateful:
+        if self.stateful and run:
             # State put back before the timing run's first call only, then carried through all
             # its batches on both sides, as a server carries it: every timed call is checked
             # against the reference's call at the same point of the sequence, so a candidate that
@@ -1318,7 +1322,7 @@ class Judge:
             grad = self._sequence_grad = self._sequence_grad or calls[0]["grad"]
             for i, c in enumerate(calls):
                 c["restore"], c["grad"] = first and i == 0, grad
-        if self._may_hold():
+        if self._may_hold(run):
             calls[rng.randrange(size)]["hold"] = self.hold_outputs
         if self._may_hold_inputs():
             # one call whose inputs the harness lets go of after it (the next call does not
@@ -1336,7 +1340,7 @@ class Judge:
                 <= HELD_BYTES
         return self._hold_inputs
 
-    def _may_hold(self) -> bool:
+    def _may_hold(self, run: bool = True) -> bool:
         """Whether the worker may hold outputs (one call of every batch, the last HELD_OUTPUTS
         of them): within HELD_BYTES, and only where the reference's calls give each its own
         memory. Outputs too large for that are held for one call only, the first batch's, to
@@ -1350,8 +1354,10 @@ class Judge:
             self.hold_once = (HELD_OUTPUTS + HELD_FIRST) * size > HELD_BYTES
             ok = not self.stateful and size <= HELD_BYTES
             self.hold_outputs = fresh if ok else []
-        elif self.hold_once and self.hold_outputs:
-            self.hold_outputs = []   # held once already
+        if self.hold_once and self.hold_outputs and run:
+            if self._held_once:
+                return False   # held once already
+            self._held_once = True
         return bool(self.hold_outputs)
 
     def _timed_inputs(self, calls: list[dict], k: int) -> list:

