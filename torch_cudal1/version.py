@@ -1,3 +1,5 @@
+# 0.2.8: code made from text or bytes (compile, marshal, a .pyc without its source, a zip) under a
+#        library's file name refused, unless made from that very file
 # 0.2.7: the candidate's code in a thread apart from the harness's loop; no frame taken in the
 #        loop's thread by code with the candidate's under it, nor another thread's by any
 # 0.2.6: inputs negated and, at reduced precision, widened draws judged at the bounds; a stateful
@@ -18,6 +20,6 @@
 # 0.2.0: verified by a judge out of the candidate's process, candidates in an OS sandbox, float32 tolerance by the user's precision
 # 0.1.2: global settings checked and kept to a winner's calls (TF32 candidates)
 # 0.1.1: CUDA-graph wrappers capture with cuBLAS workspaces of their own
-__version__ = "0.2.7"
+__version__ = "0.2.8"
 # Bumped whenever the meaning of a cache entry changes; part of every key.
 CACHE_FORMAT = 1

@@ -7,8 +7,9 @@ code makes it: process creation, sockets, C functions reached through ``ctypes``
 ``fork``, ``socket``, ``link``, ...), changes to files outside its folders (writes, hard and
 symbolic links, truncation, new folders), walks of the heap (``gc.get_objects``), frames taken
 by its own code (``sys._getframe``, a traceback's ``tb_frame``, trace functions), Python's C API
-or raw addresses through ``ctypes``, and functions given another body (``f.__code__ = ...``,
-``__defaults__``), however the candidate spelled them: they lead to the harness's objects in the
+or raw addresses through ``ctypes``, functions given another body (``f.__code__ = ...``,
+``__defaults__``), and code made under a library's file name (``code.replace``, ``compile``,
+``marshal``, a ``.pyc`` without its source), however the candidate spelled them: they lead to the harness's objects in the
 worker, whose facts about each call the judge reads. Only what raises an event can be named:
 CPython 3.11 raises none for a call through a ctypes function pointer (``ctypes.cast``,
 ``memmove``, ``memset``, a ``CFUNCTYPE`` of an address) or for a pointer or ``py_object`` read
@@ -59,6 +60,8 @@ _TRACE_EVENTS = {"sys.settrace", "sys.setprofile"}
 # what code that reads memory at a raw address calls (the events name none of them)
 _RAW_NAMES = {"from_address", "from_buffer", "from_buffer_copy", "in_dll", "string_at",
               "wstring_at", "PyObj_FromPtr", "cast"}
+# Events that make code objects out of text or bytes, under whatever file name those carry
+_CODE_EVENTS = {"compile", "marshal.loads", "marshal.load"}
 # attributes that give a function another behaviour under its old name
 _FUNC_BODY = {"__code__", "__defaults__", "__kwdefaults__"}
 _HARNESS_ROOT = os.path.realpath(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
@@ -77,7 +80,7 @@ def set_memory_limit(limit_mb: float | None) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (lim, hard))
 
 
-def _caller_is_library(depth: int = 2, names=None, via_stdlib: bool = True) -> bool:
+def _caller_is_library(depth: int = 2, names=None, via_stdlib: bool = True, frame=None) -> bool:
     """True when the first frame outside the standard library belongs to an installed library
     (site-packages), not to the candidate (whose file lives in the work dir). With ``names``
     (what the audited function is called), that library frame must also call it by one of them
@@ -85,8 +88,9 @@ def _caller_is_library(depth: int = 2, names=None, via_stdlib: bool = True) -> b
     candidate handed it, and the candidate's code asked. ``via_stdlib=False``: names are asked
     for only where the library's frame raised the event itself; through standard-library code
     the call may be implicit (a ``NamedTuple`` class statement runs ``namedtuple``, which sets
-    ``__defaults__``) and names nothing."""
-    f, callee = sys._getframe(depth), None
+    ``__defaults__``) and names nothing. ``frame``: the frame that raised the event, where
+    ``depth`` does not lead to it."""
+    f, callee = (frame if frame is not None else sys._getframe(depth)), None
     while f is not None:
         fn = f.f_code.co_filename
         real = os.path.realpath(fn) if fn.startswith("/") else fn
@@ -156,6 +160,86 @@ def _where_file(fn: str) -> str:
     if real.startswith(_LIB_ROOTS) or real.startswith(_HARNESS_ROOT):
         return "library"
     return "stdlib" if real.startswith(_STDLIB) else "candidate"
+
+
+def _named_outside(obj) -> str | None:
+    """The first file name, among the code objects in what ``marshal`` loaded (nested in code
+    or in containers, at any depth), that ``_where`` does not count as the candidate's."""
+    todo, seen = [obj], set()
+    while todo:
+        o = todo.pop()
+        if id(o) in seen:
+            continue
+        seen.add(id(o))
+        if type(o) is type(_named_outside.__code__):
+            if _where_file(o.co_filename) != "candidate":
+                return o.co_filename
+            todo += o.co_consts
+        elif isinstance(o, dict):
+            todo += list(o.keys()) + list(o.values())
+        elif isinstance(o, (tuple, list, set, frozenset)):
+            todo += list(o)
+    return None
+
+
+def _trusted_file_holds(path, data, skip: int = 0) -> bool:
+    """Whether ``path`` is a file under a library's, the standard library's or the harness's
+    folder (none of which the candidate may write) and holds ``data`` from byte ``skip`` on."""
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if not isinstance(path, str) or not path.startswith("/"):
+        return False
+    real = os.path.realpath(path)
+    if not (real.startswith(_LIB_ROOTS) or real.startswith(_STDLIB)
+            or real.startswith(_HARNESS_ROOT)):
+        return False
+    if isinstance(data, str):
+        data = data.encode()
+    try:
+        with open(real, "rb") as f:
+            return f.read()[skip:] == bytes(data)
+    except (OSError, TypeError, ValueError):
+        return False
+
+
+def _code_named_elsewhere(event: str, args, caller) -> str:
+    """Why code that ``compile`` or ``marshal`` makes, with the candidate's code on the stack, is
+    refused ('' where it may be made). The hook tells a library's code from the candidate's by
+    the file name a code object carries, and text or bytes can carry any: code under a
+    library's, the standard library's or the harness's file name is made only from that very
+    file (the import system reading a library's source or its cached bytecode), or where a
+    library compiles text it names itself. ``caller``: the frame that called ``compile`` or
+    ``marshal``."""
+    if event == "marshal.load":   # from a file object: the bytes are not in the event
+        return "marshal.load: code read from a file object, under whatever file name it carries"
+    if event == "compile":
+        source, name = (tuple(args) + (None, None))[:2]
+        if not isinstance(name, (str, bytes)) or _where_file(os.fsdecode(name)) == "candidate":
+            return ""
+        name = os.fsdecode(name)
+        if isinstance(source, (str, bytes)) and _trusted_file_holds(name, source):
+            return ""
+        if caller is not None and _caller_is_library(names={"compile"}, frame=caller):
+            return ""
+        return (f"compile: code under the file name {name[:200]}, which is not the candidate's, "
+                "from text that is not that file's")
+    data = args[0] if args else b""
+    try:
+        import marshal
+        name = _named_outside(marshal.loads(data))
+    except Exception:  # noqa: BLE001 - not code: the call itself fails or makes none
+        return ""
+    if name is None:
+        return ""
+    code = caller.f_code if caller is not None else None
+    if code is not None and code.co_filename.startswith("<frozen importlib") \
+            and code.co_name == "_compile_bytecode":
+        # a cached or sourceless module: its bytes must be the bytecode file's, after its header
+        path = caller.f_locals.get("bytecode_path")
+        if _trusted_file_holds(path, data, skip=16):
+            return ""
+    return (f"marshal.loads: code under the file name {name[:200]}, which is not the "
+            "candidate's, from bytes that no library's file holds")
 
 
 def _frame_taken_by_candidate(event: str = "", attr: str = "") -> bool:
@@ -307,7 +391,7 @@ def install(allowed_write_roots: list[str], on_violation, shared: bool = True,
     # dozens of times per call of a model) returns at the first line.
     _bind_dladdr()
     watched = frozenset(_PROC_EVENTS | _NET_EVENTS | _GC_EVENTS | set(_FS_EVENTS) | _FRAME_EVENTS |
-                        _ALL_THREADS | {"code.__new__"} | {
+                        _ALL_THREADS | _CODE_EVENTS | {"code.__new__"} | {
         "object.__setattr__", "object.__getattr__", "ctypes.dlsym", "ctypes.dlopen", "open",
         "ctypes.call_function", "ctypes.PyObj_FromPtr",
         "ctypes.cdata", "ctypes.string_at", "ctypes.wstring_at"})
@@ -334,6 +418,11 @@ def install(allowed_write_roots: list[str], on_violation, shared: bool = True,
                         and not _caller_is_library(names={"replace", "CodeType"}):
                     on_violation(f"{event}: code under the file name {os.fsdecode(name)[:200]}, "
                                  "which is not the candidate's")
+            elif event in _CODE_EVENTS:
+                if candidate_here(sys._getframe(0)):
+                    why = _code_named_elsewhere(event, args, sys._getframe(1))
+                    if why:
+                        on_violation(why)
             elif event in _PROC_EVENTS or event.startswith(_EXEC_PREFIXES):
                 if not _caller_is_library(names={event.rpartition(".")[2]}):
                     on_violation(f"{event} {str(args)[:200]}")
