@@ -9,7 +9,8 @@ symbolic links, truncation, new folders), walks of the heap (``gc.get_objects``)
 by its own code (``sys._getframe``, a traceback's ``tb_frame``, trace functions), Python's C API
 or raw addresses through ``ctypes``, functions given another body (``f.__code__ = ...``,
 ``__defaults__``), and code made under a library's file name (``code.replace``, ``compile``,
-``marshal``, a ``.pyc`` without its source), however the candidate spelled them: they lead to the harness's objects in the
+``marshal``, a ``.pyc`` without its source), however the candidate spelled them: they lead to
+the harness's objects in the
 worker, whose facts about each call the judge reads. Only what raises an event can be named:
 CPython 3.11 raises none for a call through a ctypes function pointer (``ctypes.cast``,
 ``memmove``, ``memset``, a ``CFUNCTYPE`` of an address) or for a pointer or ``py_object`` read
@@ -21,49 +22,55 @@ it out (the sandbox tests use that, to show the OS boundary holds on its own).
 """
 from __future__ import annotations
 
+import _thread
 import functools
+import marshal
 import os
 import sys
 import sysconfig
 import tempfile
+import types
 
 _LIB_ROOTS = tuple({os.path.realpath(p) + os.sep for p in (
     sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"])})
 _STDLIB = tuple({os.path.realpath(p) + os.sep for p in (
     sysconfig.get_paths()["stdlib"], os.path.dirname(os.__file__))})
-_PROC_EVENTS = {"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork",
-                "os.forkpty", "pty.spawn", "os.kill", "os.killpg"}
-_NET_EVENTS = {"socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg",
-               "socket.getaddrinfo", "socket.gethostbyname", "socket.__new__"}
+_PROC_EVENTS = frozenset({"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn",
+                          "os.spawn", "os.fork", "os.forkpty", "pty.spawn", "os.kill",
+                          "os.killpg"})
+_NET_EVENTS = frozenset({"socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg",
+                         "socket.getaddrinfo", "socket.gethostbyname", "socket.__new__"})
 # Walking the heap finds the reference model and the harness (to change what they compute).
-_GC_EVENTS = {"gc.get_objects", "gc.get_referrers", "gc.get_referents"}
+_GC_EVENTS = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents"})
 _EXEC_PREFIXES = ("os.exec", "os.spawn")
 # Frames lead to the harness's objects in this process (the runner whose facts the judge reads,
 # the guards' snapshot): the candidate's own code may not take one. Every way to a frame object
 # passes one of these events (``f_back``, ``f_locals`` only work on a frame already taken).
-_FRAME_EVENTS = {"sys._getframe", "sys._current_frames", "sys._getframemodulename", "sys.settrace",
-                 "sys.setprofile"}
-_FRAME_ATTRS = {"tb_frame", "gi_frame", "cr_frame", "ag_frame"}
+_FRAME_EVENTS = frozenset({"sys._getframe", "sys._current_frames", "sys._getframemodulename",
+                           "sys.settrace", "sys.setprofile"})
+_FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 # What reaches another thread's frames (the harness's loop runs in a thread of its own,
 # candidate_thread.py), or runs a function in every thread: refused to any code with the
 # candidate's code under it, a library's included.
-_ALL_THREADS = {"sys._current_frames", "sys._current_exceptions", "sys._settraceallthreads",
-                "sys._setprofileallthreads", "sys.monitoring.register_callback"}
+_ALL_THREADS = frozenset({"sys._current_frames", "sys._current_exceptions",
+                          "sys._settraceallthreads", "sys._setprofileallthreads",
+                          "sys.monitoring.register_callback"})
 # standard-library functions that hand frames to their caller (others, like logging's and
 # warnings' look at the caller's name, take one and keep it)
-_FRAME_GIVERS = {"currentframe", "stack", "trace", "getouterframes", "getinnerframes",
-                 "walk_stack", "walk_tb", "set_trace", "<lambda>"}   # logging.currentframe
+_FRAME_GIVERS = frozenset({"currentframe", "stack", "trace", "getouterframes",
+                           "getinnerframes", "walk_stack", "walk_tb", "set_trace",
+                           "<lambda>"})   # logging.currentframe
 # Trace and profile functions are handed every frame of their thread: whoever asked for one,
 # through any standard-library code (bdb's set_trace, threading.settrace's hook run when a
 # thread starts), is judged, not the standard-library code that made the call.
-_TRACE_EVENTS = {"sys.settrace", "sys.setprofile"}
+_TRACE_EVENTS = frozenset({"sys.settrace", "sys.setprofile"})
 # what code that reads memory at a raw address calls (the events name none of them)
-_RAW_NAMES = {"from_address", "from_buffer", "from_buffer_copy", "in_dll", "string_at",
-              "wstring_at", "PyObj_FromPtr", "cast"}
+_RAW_NAMES = frozenset({"from_address", "from_buffer", "from_buffer_copy", "in_dll", "string_at",
+                        "wstring_at", "PyObj_FromPtr", "cast"})
 # Events that make code objects out of text or bytes, under whatever file name those carry
-_CODE_EVENTS = {"compile", "marshal.loads", "marshal.load"}
+_CODE_EVENTS = frozenset({"compile", "marshal.loads", "marshal.load"})
 # attributes that give a function another behaviour under its old name
-_FUNC_BODY = {"__code__", "__defaults__", "__kwdefaults__"}
+_FUNC_BODY = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
 _HARNESS_ROOT = os.path.realpath(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
@@ -132,15 +139,35 @@ def _strings(consts) -> set:
     return out
 
 
+# The worker's own threads (its job thread and its loop's), set by ``install``. Any other thread
+# was started by the candidate's code or by a library it called: its stack may hold no frame of
+# the candidate's (a thread of C functions only, ``functools.partial`` of ``map``), so reaching
+# the bottom of such a thread's stack counts as reaching the candidate's code.
+_OWN_THREADS: tuple = ()
+
+
+def _foreign_thread() -> bool:
+    return bool(_OWN_THREADS) and _thread.get_ident() not in _OWN_THREADS
+
+
 def _candidate_below(f) -> bool:
-    """Whether the candidate's code is on the stack under frame ``f``: only then could it have
-    handed a library the callable that raised the event."""
+    """Whether the candidate's code is on the stack under frame ``f`` (or the stack is a thread's
+    that the worker did not start): only then could it have handed a library the callable that
+    raised the event."""
     f = f.f_back
     while f is not None:
         if _where(f.f_code) == "candidate":
             return True
         f = f.f_back
-    return False
+    return _foreign_thread()
+
+
+def _decode(name) -> str:
+    """A file name as text (``os.fsdecode`` without the Python-level helpers it looks up)."""
+    return name if isinstance(name, str) else bytes(name).decode(_FS_ENCODING, "surrogateescape")
+
+
+_FS_ENCODING = sys.getfilesystemencoding()
 
 
 def _where(code) -> str:
@@ -148,8 +175,7 @@ def _where(code) -> str:
     return _where_file(code.co_filename)
 
 
-@functools.lru_cache(maxsize=8192)
-def _where_file(fn: str) -> str:
+def _where_file_uncached(fn: str) -> str:
     """``_where`` by file name, kept: the hook walks whole stacks on events the harness's own
     thread raises every call, and resolving each file's real path is a system call per part."""
     if fn.startswith("<frozen"):
@@ -160,6 +186,9 @@ def _where_file(fn: str) -> str:
     if real.startswith(_LIB_ROOTS) or real.startswith(_HARNESS_ROOT):
         return "library"
     return "stdlib" if real.startswith(_STDLIB) else "candidate"
+
+
+_where_file = functools.lru_cache(maxsize=8192)(_where_file_uncached)
 
 
 def _named_outside(obj) -> str | None:
@@ -182,16 +211,24 @@ def _named_outside(obj) -> str | None:
     return None
 
 
-def _trusted_file_holds(path, data, skip: int = 0) -> bool:
-    """Whether ``path`` is a file under a library's, the standard library's or the harness's
-    folder (none of which the candidate may write) and holds ``data`` from byte ``skip`` on."""
+def _trusted_path(path) -> str | None:
+    """The real path of ``path`` where it is under a library's, the standard library's or the
+    harness's folder (none of which the candidate may write), else None."""
     if isinstance(path, bytes):
-        path = os.fsdecode(path)
+        path = _decode(path)
     if not isinstance(path, str) or not path.startswith("/"):
-        return False
+        return None
     real = os.path.realpath(path)
-    if not (real.startswith(_LIB_ROOTS) or real.startswith(_STDLIB)
-            or real.startswith(_HARNESS_ROOT)):
+    if real.startswith(_LIB_ROOTS) or real.startswith(_STDLIB) or real.startswith(_HARNESS_ROOT):
+        return real
+    return None
+
+
+def _trusted_file_holds(path, data, skip: int = 0) -> bool:
+    """Whether ``path`` is a trusted file (``_trusted_path``) that holds ``data`` from byte
+    ``skip`` on."""
+    real = _trusted_path(path)
+    if real is None:
         return False
     if isinstance(data, str):
         data = data.encode()
@@ -199,6 +236,20 @@ def _trusted_file_holds(path, data, skip: int = 0) -> bool:
         with open(real, "rb") as f:
             return f.read()[skip:] == bytes(data)
     except (OSError, TypeError, ValueError):
+        return False
+
+
+def _one_line_of(path: str, text) -> bool:
+    """Whether ``text`` is part of one line of a trusted file (``_trusted_path``)."""
+    real = _trusted_path(path)
+    if isinstance(text, str):
+        text = text.encode()
+    if real is None or not isinstance(text, bytes) or b"\n" in text:
+        return False
+    try:
+        with open(real, "rb") as f:
+            return any(text in line for line in f)
+    except OSError:
         return False
 
 
@@ -214,18 +265,20 @@ def _code_named_elsewhere(event: str, args, caller) -> str:
         return "marshal.load: code read from a file object, under whatever file name it carries"
     if event == "compile":
         source, name = (tuple(args) + (None, None))[:2]
-        if not isinstance(name, (str, bytes)) or _where_file(os.fsdecode(name)) == "candidate":
+        if not isinstance(name, (str, bytes)) or _where_file(_decode(name)) == "candidate":
             return ""
-        name = os.fsdecode(name)
+        name = _decode(name)
         if isinstance(source, (str, bytes)) and _trusted_file_holds(name, source):
             return ""
         if caller is not None and _caller_is_library(names={"compile"}, frame=caller):
             return ""
+        if caller is not None and caller.f_code.co_name == "invoke_excepthook" \
+                and _where(caller.f_code) == "stdlib" and _one_line_of(name, source):
+            return ""   # a thread's uncaught exception printed: its carets parse a line's part
         return (f"compile: code under the file name {name[:200]}, which is not the candidate's, "
                 "from text that is not that file's")
     data = args[0] if args else b""
     try:
-        import marshal
         name = _named_outside(marshal.loads(data))
     except Exception:  # noqa: BLE001 - not code: the call itself fails or makes none
         return ""
@@ -262,7 +315,9 @@ def _frame_taken_by_candidate(event: str = "", attr: str = "") -> bool:
         callee, g = f, f.f_back
         while g is not None and _where(g.f_code) == "stdlib" and g.f_code.co_name in _FRAME_GIVERS:
             callee, g = g, g.f_back
-        if g is None or _where(g.f_code) == "stdlib":
+        if g is None:
+            return _foreign_thread()
+        if _where(g.f_code) == "stdlib":
             return False
         return _where(g.f_code) == "candidate" or (
             not _named_by(g, names, callee) and _candidate_below(g))
@@ -278,37 +333,43 @@ def _path(arg) -> str | None:
         except OSError:
             return None
     if isinstance(arg, (str, bytes, os.PathLike)):
-        return os.path.realpath(os.fsdecode(arg))
+        return os.path.realpath(_decode(arg))
     return None
 
 
 # Events that change the file system: which of their arguments name what is changed.
-_FS_EVENTS = {"os.remove": (0,), "os.rename": (0, 1), "os.rmdir": (0,), "shutil.rmtree": (0,),
-              "os.chmod": (0,), "os.chown": (0,), "os.utime": (0,), "os.mkdir": (0,),
-              "os.symlink": (1,), "os.link": (0, 1), "os.truncate": (0,),
-              "os.setxattr": (0,), "os.removexattr": (0,), "shutil.move": (0, 1),
-              "shutil.copyfile": (1,), "shutil.copytree": (1,), "os.mkfifo": (0,),
-              "os.mknod": (0,)}
+_FS_EVENTS = types.MappingProxyType({
+    "os.remove": (0,), "os.rename": (0, 1), "os.rmdir": (0,), "shutil.rmtree": (0,),
+    "os.chmod": (0,), "os.chown": (0,), "os.utime": (0,), "os.mkdir": (0,),
+    "os.symlink": (1,), "os.link": (0, 1), "os.truncate": (0,),
+    "os.setxattr": (0,), "os.removexattr": (0,), "shutil.move": (0, 1),
+    "shutil.copyfile": (1,), "shutil.copytree": (1,), "os.mkfifo": (0,),
+    "os.mknod": (0,)})
 # C functions a candidate could reach through ctypes to leave its process's rules behind.
-_LIBC_DANGER = {"system", "popen", "fork", "vfork", "clone", "clone3", "daemon", "setsid",
-                "execv", "execve", "execvp", "execvpe", "execl", "execle", "execlp", "fexecve",
-                "posix_spawn", "posix_spawnp", "kill", "killpg", "socket", "connect", "bind",
-                "sendto", "sendmsg", "send", "syscall", "unlink", "unlinkat", "link", "linkat",
-                "symlink", "symlinkat", "truncate", "ftruncate", "mkdir", "mkdirat", "rename",
-                "renameat", "open", "open64", "openat", "creat", "fopen", "ptrace", "dlopen",
-                "mprotect", "process_vm_writev", "prctl", "unshare", "setns", "mount", "chroot",
-                # any other symbol by name or address, raw memory, the process's heap policy
-                "dlsym", "dlvsym", "dladdr", "dladdr1", "dlmopen", "__libc_dlsym",
-                "__libc_dlopen_mode", "memcpy", "memmove", "memset", "bcopy", "mmap", "mmap64",
-                "munmap", "mremap", "madvise", "mallopt", "malloc_trim", "dup2", "dup3"}
+_LIBC_DANGER = frozenset({"system", "popen", "fork", "vfork", "clone", "clone3", "daemon",
+                          "setsid", "execv", "execve", "execvp", "execvpe", "execl", "execle",
+                          "execlp", "fexecve",
+                          "posix_spawn", "posix_spawnp", "kill", "killpg", "socket", "connect",
+                          "bind", "sendto", "sendmsg", "send", "syscall", "unlink", "unlinkat",
+                          "link", "linkat", "symlink", "symlinkat", "truncate", "ftruncate",
+                          "mkdir", "mkdirat", "rename", "renameat", "open", "open64", "openat",
+                          "creat", "fopen", "ptrace", "dlopen", "mprotect", "process_vm_writev",
+                          "prctl", "unshare", "setns", "mount", "chroot",
+                          # any other symbol by name or address, raw memory, the process's heap
+                          # policy
+                          "dlsym", "dlvsym", "dladdr", "dladdr1", "dlmopen", "__libc_dlsym",
+                          "__libc_dlopen_mode", "memcpy", "memmove", "memset", "bcopy", "mmap",
+                          "mmap64", "munmap", "mremap", "madvise", "mallopt", "malloc_trim", "dup2",
+                          "dup3"})
 
 
-_DLADDR: list = []
+_DLADDR: tuple = ()
 
 
 def _bind_dladdr() -> None:
     """libc's dladdr, bound before the hook is installed (its own calls then raise nothing
     the hook judges)."""
+    global _DLADDR
     try:
         import ctypes
 
@@ -317,9 +378,9 @@ def _bind_dladdr() -> None:
                         ("sname", ctypes.c_char_p), ("saddr", ctypes.c_void_p)]
         fn = ctypes.CDLL(None).dladdr
         fn.restype, fn.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(_Info)]
-        _DLADDR[:] = [fn, _Info, ctypes.byref]
+        _DLADDR = (fn, _Info, ctypes.byref)
     except Exception:  # noqa: BLE001 - no dladdr: calls are judged by name at lookup only
-        _DLADDR[:] = []
+        _DLADDR = ()
 
 
 def _bare(name: str) -> str:
@@ -360,27 +421,49 @@ def code_of(module) -> list:
     return out
 
 
-def install(allowed_write_roots: list[str], on_violation, shared: bool = True,
-            harness_thread: int | None = None, trusted_code=()) -> None:
+def install(*args, **kwargs) -> None:
+    """Install the audit hook (``_install``, which takes these arguments) from a private copy
+    of this module (``guards.private``): the hook's rules, the helpers it calls, the builtins and
+    ``os.path``'s functions are this moment's. Rebinding a name of this module, of ``os.path``
+    or of another module through ``sys.modules`` for the length of a call
+    (``audit._where = lambda code: "library"``, to take frames the hook would refuse, then put
+    back) changes nothing the hook runs (``hook_rules_rebound.py``)."""
+    import posixpath
+
+    from . import guards
+    ns = guards.private(sys.modules[__name__])
+    ns["os"].__dict__["path"] = types.SimpleNamespace(**guards.private(posixpath))
+    ns["_install"](*args, **kwargs)
+
+
+def _install(allowed_write_roots: list[str], on_violation, shared: bool = True,
+             harness_thread: int | None = None, trusted_code=()) -> None:
     """Install the audit hook. ``on_violation(detail)`` must not return. ``shared``: writes to the
     user's temporary directory and compiler caches (``~/.cache``, ``~/.triton``) are allowed too,
     for the harness's own candidates; code from an engine gets private ones instead.
     ``harness_thread``: the thread of the harness's loop (``threading.get_ident``), where no
     candidate code runs but what the harness's own work sets off (a finaliser, a gc callback):
     there, code with the candidate's under it may take no frame and walk no heap at all.
-    ``trusted_code``: code objects that are not the candidate's there (``code_of`` the task)."""
-    import _thread
+    ``trusted_code``: code objects that are not the candidate's there (``code_of`` the task).
+    Threads other than the main thread and ``harness_thread`` count as the candidate's
+    (``_OWN_THREADS``)."""
+    import threading
+    global _OWN_THREADS, _where_file
     get_ident = _thread.get_ident
+    if harness_thread is not None:
+        _OWN_THREADS = (threading.main_thread().ident, harness_thread)
+    _where_file = functools.lru_cache(maxsize=8192)(_where_file_uncached)   # over this copy's
     trusted = frozenset(id(c) for c in trusted_code)   # alive while the task module is
 
     def candidate_here(f) -> bool:
-        """Candidate code on this stack, under ``f`` (the task's own code aside)."""
+        """Candidate code on this stack, under ``f`` (the task's own code aside), or a thread
+        the worker did not start."""
         f = f.f_back
         while f is not None:
             if id(f.f_code) not in trusted and _where(f.f_code) == "candidate":
                 return True
             f = f.f_back
-        return False
+        return _foreign_thread()
     common = [os.path.expanduser("~/.nv"), "/dev/shm"]   # the CUDA driver's JIT cache, shm
     if shared:
         common += [tempfile.gettempdir(), os.path.expanduser("~/.triton"),
@@ -414,9 +497,9 @@ def install(allowed_write_roots: list[str], on_violation, shared: bool = True,
                 # judged as theirs (``_where``): the candidate may not make code so named
                 # (``compile`` of any text is refused by the static check)
                 name = args[1] if len(args) > 1 else None
-                if isinstance(name, (str, bytes)) and _where_file(os.fsdecode(name)) != "candidate" \
+                if isinstance(name, (str, bytes)) and _where_file(_decode(name)) != "candidate" \
                         and not _caller_is_library(names={"replace", "CodeType"}):
-                    on_violation(f"{event}: code under the file name {os.fsdecode(name)[:200]}, "
+                    on_violation(f"{event}: code under the file name {_decode(name)[:200]}, "
                                  "which is not the candidate's")
             elif event in _CODE_EVENTS:
                 if candidate_here(sys._getframe(0)):
@@ -477,7 +560,7 @@ def install(allowed_write_roots: list[str], on_violation, shared: bool = True,
                 writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
                     isinstance(flags, int) and flags & _WRITE_FLAGS)
                 if writes and isinstance(path, (str, bytes)):
-                    p = os.path.realpath(os.fsdecode(path))
+                    p = os.path.realpath(_decode(path))
                     if not (p + os.sep).startswith(roots) and p != "/dev/null":
                         on_violation(f"write to {p}")
             elif event in _FS_EVENTS:
