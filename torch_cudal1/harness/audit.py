@@ -150,6 +150,18 @@ def _foreign_thread() -> bool:
     return bool(_OWN_THREADS) and _thread.get_ident() not in _OWN_THREADS
 
 
+def _asked_by_name(f, event: str, args) -> bool:
+    """Whether ``f``, the frame that called what raised ``event``, is a library's, the standard
+    library's or the harness's code that names it. A callable of the candidate's made of C
+    functions only (``functools.partial`` of ``map``), run as a finaliser or a weakref's callback
+    where the harness lets an object go, has no frame of its own: its events come from whatever
+    frame the harness was in, which names nothing of the kind."""
+    if f is None or _where(f.f_code) == "candidate":
+        return False
+    name = args[1] if event == "object.__getattr__" and len(args) > 1 else event.rpartition(".")[2]
+    return _named_by(f, {name})
+
+
 def _candidate_below(f) -> bool:
     """Whether the candidate's code is on the stack under frame ``f`` (or the stack is a thread's
     that the worker did not start): only then could it have handed a library the callable that
@@ -437,7 +449,7 @@ def install(*args, **kwargs) -> None:
 
 
 def _install(allowed_write_roots: list[str], on_violation, shared: bool = True,
-             harness_thread: int | None = None, trusted_code=()) -> None:
+             harness_thread: int | None = None, trusted_code=(), harness_code=()) -> None:
     """Install the audit hook. ``on_violation(detail)`` must not return. ``shared``: writes to the
     user's temporary directory and compiler caches (``~/.cache``, ``~/.triton``) are allowed too,
     for the harness's own candidates; code from an engine gets private ones instead.
@@ -445,6 +457,9 @@ def _install(allowed_write_roots: list[str], on_violation, shared: bool = True,
     candidate code runs but what the harness's own work sets off (a finaliser, a gc callback):
     there, code with the candidate's under it may take no frame and walk no heap at all.
     ``trusted_code``: code objects that are not the candidate's there (``code_of`` the task).
+    There, an event of those is judged by the frame that raised it too: it must name what it
+    called (``_asked_by_name``) or be one of ``harness_code``, the harness's own code that takes
+    frames in that thread (the check that the candidate's thread is back in its loop).
     Threads other than the main thread and ``harness_thread`` count as the candidate's
     (``_OWN_THREADS``)."""
     import threading
@@ -454,6 +469,7 @@ def _install(allowed_write_roots: list[str], on_violation, shared: bool = True,
         _OWN_THREADS = (threading.main_thread().ident, harness_thread)
     _where_file = functools.lru_cache(maxsize=8192)(_where_file_uncached)   # over this copy's
     trusted = frozenset(id(c) for c in trusted_code)   # alive while the task module is
+    own_code = frozenset(id(c) for c in harness_code)   # alive while the harness's modules are
 
     def candidate_here(f) -> bool:
         """Candidate code on this stack, under ``f`` (the task's own code aside), or a thread
@@ -486,10 +502,13 @@ def _install(allowed_write_roots: list[str], on_violation, shared: bool = True,
             return   # fired for every f_code read: the common case returns here
         in_hook[0] = True
         try:
-            if event in _ALL_THREADS or (
-                    get_ident() == harness_thread and (event in _FRAME_EVENTS or event in _GC_EVENTS
-                                                       or event == "object.__getattr__")):
-                if candidate_here(sys._getframe(0)):
+            harness_here = get_ident() == harness_thread
+            if event in _ALL_THREADS or (harness_here and (
+                    event in _FRAME_EVENTS or event in _GC_EVENTS or event == "object.__getattr__")):
+                caller = sys._getframe(1)
+                if candidate_here(sys._getframe(0)) or (
+                        harness_here and id(caller.f_code) not in own_code
+                        and not _asked_by_name(caller, event, args)):
                     on_violation(f"{event}: another thread's frames, or the harness's thread's, "
                                  "are out of the candidate's reach")
             elif event == "code.__new__":

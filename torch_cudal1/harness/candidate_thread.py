@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import _queue
 import functools
+import gc
 import itertools
 import sys
 import threading
@@ -68,12 +69,21 @@ def _waiting(watch) -> bool:
     started itself, ``_job`` called from its own frames, has other frames under it). ``watch``:
     the thread and what this reads, bound before any candidate code ran (``Jobs``)."""
     ident, codes, frames = watch[:3]
-    f = frames().get(ident)
-    for code in codes:
-        if f is None or f.f_code is not code:
-            return False
-        f = f.f_back
-    return True
+    collecting, gc_off, gc_on = watch[6:9]
+    # no collection here: a callback of the candidate's that a collection ran in this thread
+    # would be raised from this frame, the one frame of this thread that takes frames
+    on = collecting()
+    gc_off()
+    try:
+        f = frames().get(ident)
+        for code in codes:
+            if f is None or f.f_code is not code:
+                return False
+            f = f.f_back
+        return True
+    finally:
+        if on:
+            gc_on()
 
 
 def _submit(todo, done, count, watch, fn, *args):
@@ -86,7 +96,7 @@ def _submit(todo, done, count, watch, fn, *args):
     # The job's result is put just before its thread waits for the next job; still busy once
     # it is back, the thread sent a result before its work was done (the queue found under its
     # frames, and the job's own result taken off by another of its threads).
-    waiting, clock, pause = watch[3:]
+    waiting, clock, pause = watch[3:6]
     until = clock() + IDLE_WAIT_S
     while not waiting(watch):
         if clock() > until:
@@ -113,7 +123,8 @@ class Jobs:
     def __init__(self):
         self._todo, self._done = _queue.SimpleQueue(), _queue.SimpleQueue()
         watch = (threading.get_ident(), (_job.__code__, serve.__code__, Jobs.serve.__code__),
-                 sys._current_frames, _waiting, time.perf_counter, time.sleep)
+                 sys._current_frames, _waiting, time.perf_counter, time.sleep,
+                 gc.isenabled, gc.disable, gc.enable)
         self.submit = functools.partial(_submit, self._todo, self._done, itertools.count(), watch)
         self.native_id = threading.get_native_id()   # made by the thread that will serve it
 

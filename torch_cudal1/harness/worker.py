@@ -83,7 +83,7 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int, jobs) -> int:
     import torch
     from .. import global_settings
     from ..options import env
-    from . import audit, calls, guards
+    from . import audit, calls, candidate_thread, guards
     from .errors import chain_text
     # the harness's own code as private copies, taken before the candidate's import: a function
     # of calls.py or protocol.py swapped for one call (and put back) changes nothing they run
@@ -200,7 +200,8 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int, jobs) -> int:
     if env("CUDAL1_AUDIT") != "0":
         import _thread
         audit.install(setup.get("write_roots", []), violation, shared=not setup.get("isolate"),
-                      harness_thread=_thread.get_ident(), trusted_code=audit.code_of(task))
+                      harness_thread=_thread.get_ident(), trusted_code=audit.code_of(task),
+                      harness_code=(candidate_thread._waiting.__code__,))
     phases["start_s"] = round(time.monotonic() - t0, 3)
     t1 = time.monotonic()
     ok, cand = submit(_import_candidate, setup["candidate"])
