@@ -139,10 +139,12 @@ def _strings(consts) -> set:
     return out
 
 
-# The worker's own threads (its job thread and its loop's), set by ``install``. Any other thread
-# was started by the candidate's code or by a library it called: its stack may hold no frame of
-# the candidate's (a thread of C functions only, ``functools.partial`` of ``map``), so reaching
-# the bottom of such a thread's stack counts as reaching the candidate's code.
+# The worker's own thread: its loop's, set by ``install``. Every other thread runs the candidate's
+# code or was started by it (or by a library it called), and its stack may hold no frame of the
+# candidate's where its code is made of C functions only (``functools.partial`` of ``map``, run
+# as a thread, a finaliser or a module's hook that torch calls): reaching the bottom of such a
+# thread's stack counts as reaching the candidate's code. (The job thread runs the harness's own
+# jobs too, whose code names what it calls.)
 _OWN_THREADS: tuple = ()
 
 
@@ -460,13 +462,11 @@ def _install(allowed_write_roots: list[str], on_violation, shared: bool = True,
     There, an event of those is judged by the frame that raised it too: it must name what it
     called (``_asked_by_name``) or be one of ``harness_code``, the harness's own code that takes
     frames in that thread (the check that the candidate's thread is back in its loop).
-    Threads other than the main thread and ``harness_thread`` count as the candidate's
-    (``_OWN_THREADS``)."""
-    import threading
+    Threads other than ``harness_thread`` count as the candidate's (``_OWN_THREADS``)."""
     global _OWN_THREADS, _where_file
     get_ident = _thread.get_ident
     if harness_thread is not None:
-        _OWN_THREADS = (threading.main_thread().ident, harness_thread)
+        _OWN_THREADS = (harness_thread,)
     _where_file = functools.lru_cache(maxsize=8192)(_where_file_uncached)   # over this copy's
     trusted = frozenset(id(c) for c in trusted_code)   # alive while the task module is
     own_code = frozenset(id(c) for c in harness_code)   # alive while the harness's modules are
