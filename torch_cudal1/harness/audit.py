@@ -97,7 +97,7 @@ def _caller_is_library(depth: int = 2, names=None, via_stdlib: bool = True, fram
     the call may be implicit (a ``NamedTuple`` class statement runs ``namedtuple``, which sets
     ``__defaults__``) and names nothing. ``frame``: the frame that raised the event, where
     ``depth`` does not lead to it."""
-    f, callee = (frame if frame is not None else sys._getframe(depth)), None
+    f, callee = (frame if frame is not None else _frame_at(depth)), None
     while f is not None:
         fn = f.f_code.co_filename
         real = os.path.realpath(fn) if fn.startswith("/") else fn
@@ -146,6 +146,16 @@ def _strings(consts) -> set:
 # thread's stack counts as reaching the candidate's code. (The job thread runs the harness's own
 # jobs too, whose code names what it calls.)
 _OWN_THREADS: tuple = ()
+
+
+def _frame_at(depth: int):
+    """The frame ``depth`` levels up from the caller of this function (``sys._getframe(depth)``
+    there), or None where the stack is not that deep: a thread of C functions only has no frame
+    under the audit hook's."""
+    try:
+        return sys._getframe(depth + 1)
+    except ValueError:
+        return None
 
 
 def _foreign_thread() -> bool:
@@ -313,9 +323,9 @@ def _frame_taken_by_candidate(event: str = "", attr: str = "") -> bool:
     """The code that raised the event (or, for a standard-library function that hands frames
     back, the code that called it) is the candidate's; or a library's that does not name what
     it called (``_named_by``: it ran a callable the candidate handed it)."""
-    f = sys._getframe(2)   # _frame_taken_by_candidate <- hook <- the code that raised the event
-    if f is None:
-        return False
+    f = _frame_at(2)   # _frame_taken_by_candidate <- hook <- the code that raised the event
+    if f is None:   # no frame at all: a thread of C functions only
+        return _foreign_thread()
     names = {attr} if attr else {event.rpartition(".")[2]}
     if event in _TRACE_EVENTS:
         callee = None
@@ -505,7 +515,7 @@ def _install(allowed_write_roots: list[str], on_violation, shared: bool = True,
             harness_here = get_ident() == harness_thread
             if event in _ALL_THREADS or (harness_here and (
                     event in _FRAME_EVENTS or event in _GC_EVENTS or event == "object.__getattr__")):
-                caller = sys._getframe(1)
+                caller = _frame_at(1)
                 if candidate_here(sys._getframe(0)) or (
                         harness_here and id(caller.f_code) not in own_code
                         and not _asked_by_name(caller, event, args)):
@@ -522,7 +532,7 @@ def _install(allowed_write_roots: list[str], on_violation, shared: bool = True,
                                  "which is not the candidate's")
             elif event in _CODE_EVENTS:
                 if candidate_here(sys._getframe(0)):
-                    why = _code_named_elsewhere(event, args, sys._getframe(1))
+                    why = _code_named_elsewhere(event, args, _frame_at(1))
                     if why:
                         on_violation(why)
             elif event in _PROC_EVENTS or event.startswith(_EXEC_PREFIXES):
