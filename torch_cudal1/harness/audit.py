@@ -10,8 +10,11 @@ by its own code (``sys._getframe``, a traceback's ``tb_frame``, trace functions)
 or raw addresses through ``ctypes``, functions given another body (``f.__code__ = ...``,
 ``__defaults__``), and code made under a library's file name (``code.replace``, ``compile``,
 ``marshal``, a ``.pyc`` without its source), however the candidate spelled them: they lead to
-the harness's objects in the
-worker, whose facts about each call the judge reads. Only what raises an event can be named:
+the harness's objects in the worker, whose facts about each call the judge reads. Code made of
+C functions only has no frame of its own: every thread but the harness loop's counts as the
+candidate's at the bottom of its stack, and in the loop's thread an event goes only to code that
+names what it called. The hook runs from a private copy of this module (``install``). Only what
+raises an event can be named:
 CPython 3.11 raises none for a call through a ctypes function pointer (``ctypes.cast``,
 ``memmove``, ``memset``, a ``CFUNCTYPE`` of an address) or for a pointer or ``py_object`` read
 out of a ``Union`` or a buffer, so raw memory reached that way passes this hook. Builds may run
@@ -278,8 +281,8 @@ def _one_line_of(path: str, text) -> bool:
 
 
 def _code_named_elsewhere(event: str, args, caller) -> str:
-    """Why code that ``compile`` or ``marshal`` makes, with the candidate's code on the stack, is
-    refused ('' where it may be made). The hook tells a library's code from the candidate's by
+    """Why code that ``compile`` or ``marshal`` makes, with the candidate's code on the stack (or
+    in a thread that counts as the candidate's), is refused ('' where it may be made). The hook tells a library's code from the candidate's by
     the file name a code object carries, and text or bytes can carry any: code under a
     library's, the standard library's or the harness's file name is made only from that very
     file (the import system reading a library's source or its cached bytecode), or where a
