@@ -1,7 +1,7 @@
 # 0.2.8: code made from text or bytes (compile, marshal, a .pyc without its source, a zip) under a
 #        library's file name refused, unless made from that very file; the audit hook run from a
 #        private copy of its module; every thread but the loop's judged as the candidate's;
-#        in the loop's thread, frames only to code that names what it called
+#        in the loop's thread, frames only to code that names what it called, no process
 # 0.2.7: the candidate's code in a thread apart from the harness's loop; no frame taken in the
 #        loop's thread by code with the candidate's under it, nor another thread's by any
 # 0.2.6: inputs negated and, at reduced precision, widened draws judged at the bounds; a stateful

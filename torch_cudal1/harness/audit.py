@@ -538,6 +538,12 @@ def _install(allowed_write_roots: list[str], on_violation, shared: bool = True,
                     why = _code_named_elsewhere(event, args, _frame_at(1))
                     if why:
                         on_violation(why)
+            elif harness_here and (event in _PROC_EVENTS or event in _NET_EVENTS
+                                   or event.startswith(_EXEC_PREFIXES)):
+                # the harness's loop starts no process and opens no socket once the hook is in:
+                # one from its thread comes from a finaliser or callback of the candidate's,
+                # made of C functions only where no frame of it shows
+                on_violation(f"{event} in the harness's thread {str(args)[:200]}")
             elif event in _PROC_EVENTS or event.startswith(_EXEC_PREFIXES):
                 if not _caller_is_library(names={event.rpartition(".")[2]}):
                     on_violation(f"{event} {str(args)[:200]}")
