@@ -519,9 +519,9 @@ def _install(allowed_write_roots: list[str], on_violation, shared: bool = True,
             if event in _ALL_THREADS or (harness_here and (
                     event in _FRAME_EVENTS or event in _GC_EVENTS or event == "object.__getattr__")):
                 caller = _frame_at(1)
-                if candidate_here(sys._getframe(0)) or (
-                        harness_here and id(caller.f_code) not in own_code
-                        and not _asked_by_name(caller, event, args)):
+                if candidate_here(sys._getframe(0)) or (harness_here and (
+                        caller is None or (id(caller.f_code) not in own_code
+                                           and not _asked_by_name(caller, event, args)))):
                     on_violation(f"{event}: another thread's frames, or the harness's thread's, "
                                  "are out of the candidate's reach")
             elif event == "code.__new__":
