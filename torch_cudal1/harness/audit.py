@@ -305,19 +305,17 @@ def _code_named_elsewhere(event: str, args, caller) -> str:
         return (f"compile: code under the file name {name[:200]}, which is not the candidate's, "
                 "from text that is not that file's")
     data = args[0] if args else b""
+    code = caller.f_code if caller is not None else None
+    if code is not None and code.co_filename.startswith("<frozen importlib") \
+            and code.co_name == "_compile_bytecode" \
+            and _trusted_file_holds(caller.f_locals.get("bytecode_path"), data, skip=16):
+        return ""   # a library's cached or sourceless module: its bytecode file's own bytes
     try:
         name = _named_outside(marshal.loads(data))
     except Exception:  # noqa: BLE001 - not code: the call itself fails or makes none
         return ""
     if name is None:
         return ""
-    code = caller.f_code if caller is not None else None
-    if code is not None and code.co_filename.startswith("<frozen importlib") \
-            and code.co_name == "_compile_bytecode":
-        # a cached or sourceless module: its bytes must be the bytecode file's, after its header
-        path = caller.f_locals.get("bytecode_path")
-        if _trusted_file_holds(path, data, skip=16):
-            return ""
     return (f"marshal.loads: code under the file name {name[:200]}, which is not the "
             "candidate's, from bytes that no library's file holds")
 
