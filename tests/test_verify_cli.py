@@ -18,7 +18,7 @@ def _build_cache(tmp_path, monkeypatch):
 def test_verify_accepts_with_json(capsys):
     rc = main(["verify", TASK, str(ADV / "honest_diag_broadcast.py"), "--trials", "2", "--json"])
     out = json.loads(capsys.readouterr().out)
-    assert rc == 0 and out["verdict"] == "accepted" and out["reason"] == "ok"
+    assert rc == 0 and out["verdict"] == "accepted" and out["reason"] == "ok", out
     assert out["median_ms"] > 0 and out["spread_ms"] >= 0 and out["timing"]["n"] >= 10
     assert out["speedup_vs_reference"] is None   # the reference is timed only when asked
 
@@ -27,12 +27,12 @@ def test_verify_speedup_times_the_reference_beside_the_candidate(capsys):
     rc = main(["verify", TASK, str(ADV / "honest_diag_broadcast.py"), "--trials", "2",
                "--speedup", "--json"])
     out = json.loads(capsys.readouterr().out)
-    assert rc == 0 and out["timing"]["extra"]["paired_ref_ms"] > 0
+    assert rc == 0 and out["timing"]["extra"]["paired_ref_ms"] > 0, out
     assert out["speedup_vs_reference"] == pytest.approx(
         out["timing"]["extra"]["paired_ref_ms"] / out["median_ms"])
     rc = main(["verify", TASK, str(ADV / "honest_diag_broadcast.py"), "--trials", "2", "--speedup"])
     text = capsys.readouterr().out
-    assert rc == 0 and "timed right after it: x" in text
+    assert rc == 0 and "timed right after it: x" in text, text
 
 
 def test_verify_rejects(capsys):

@@ -222,13 +222,15 @@ except OSError:
 
 @needs_bwrap
 def test_what_a_refused_candidate_left_in_its_build_folder_goes_with_it(monkeypatch, tmp_path):
-    """The build folder is the one place outside its work dir a candidate may write (its own
-    compiles), and it outlives the verification: a refused candidate's is removed, files and
-    all; an accepted one keeps its own."""
+    """The build folders are the one place outside its work dir a candidate may write (its own
+    compiles, CUDA's JIT cache, its Triton and inductor caches), and they outlive the
+    verification: a refused candidate's are removed, files and all; an accepted one keeps its
+    own."""
     left = '''
-d = importlib.import_module("pathlib").Path(os.environ["TORCH_EXTENSIONS_DIR"])
-d.mkdir(parents=True, exist_ok=True)
-d.joinpath("left_behind.bin").write_bytes(b"x" * (1 << 20))
+for var in ("TORCH_EXTENSIONS_DIR", "CUDA_CACHE_PATH", "TRITON_CACHE_DIR"):
+    d = importlib.import_module("pathlib").Path(os.environ[var])
+    d.mkdir(parents=True, exist_ok=True)
+    d.joinpath("left_behind.bin").write_bytes(b"x" * (1 << 20))
 '''
     refused, _ = _run(left + "self.wrong = True", monkeypatch, tmp_path, time_it=False)
     builds = tmp_path / "builds"
@@ -236,4 +238,23 @@ d.joinpath("left_behind.bin").write_bytes(b"x" * (1 << 20))
     assert not list(builds.rglob("left_behind.bin"))
     accepted, _ = _run(left, monkeypatch, tmp_path, time_it=False)
     assert accepted.accepted, accepted.detail
-    assert list(builds.rglob("left_behind.bin"))
+    assert len(list(builds.rglob("left_behind.bin"))) == 3
+
+
+@needs_bwrap
+def test_a_link_in_place_of_its_log_shows_nothing_of_the_host(monkeypatch, tmp_path):
+    """The worker's log is in its writable folder, and the judge quotes its tail when the worker
+    dies: a link put in the log's place must not make the judge read a file the sandbox could
+    not (the secret below, under a folder it does not bind), nor a device without end."""
+    secret_dir = tmp_path / "secret"
+    secret_dir.mkdir()
+    secret = secret_dir / "key.txt"
+    secret.write_text("HOST-SECRET-7391")
+    for target in (secret, "/dev/zero"):
+        verdict, _ = _run(f'''
+getattr(os, "un" + "link")("worker.log")
+getattr(os, "sym" + "link")("{target}", "worker.log")
+getattr(os, "_ex" + "it")(3)
+''', monkeypatch, tmp_path, time_it=False)
+        assert not verdict.accepted and verdict.reason == "crash", verdict
+        assert "HOST-SECRET" not in verdict.detail

@@ -21,6 +21,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -124,7 +125,7 @@ def run_winner(entry_dir: str | Path, device: str, cases: list[list], *,
     entry's inductor artefacts). Raises WinnerRunError when it gives none."""
     from safetensors.torch import load_file
 
-    from ..verify import os_sandbox
+    from ..verify import os_sandbox, sandbox_files
     from ..verify.process import child_limits
     from ..verify.runner import child_env
     wd = Path(tempfile.mkdtemp(prefix="cudal1-winner-run-"))
@@ -151,7 +152,8 @@ def run_winner(entry_dir: str | Path, device: str, cases: list[list], *,
         elif os_sandbox.required():
             raise WinnerRunError("CUDAL1_SANDBOX=bwrap, but " + (os_sandbox.check() or "it is off"))
         nonce = os.urandom(16).hex()
-        with open(wd / "child.log", "wb") as log:
+        # read back through this file object: the child may put a link in the log's place
+        with open(wd / "child.log", "w+b") as log:
             proc = subprocess.Popen(argv, cwd=str(wd), env=env, stdin=subprocess.PIPE,
                                     stdout=log, stderr=subprocess.STDOUT,
                                     preexec_fn=child_limits(memory))
@@ -170,19 +172,26 @@ def run_winner(entry_dir: str | Path, device: str, cases: list[list], *,
                 except (ProcessLookupError, PermissionError):
                     pass
                 proc.wait()
-        try:
-            result = json.loads((wd / RESULT).read_text())
-        except (OSError, ValueError):
-            tail = (wd / "child.log").read_text(errors="replace").strip().splitlines()[-3:]
-            raise WinnerRunError(f"child exited with {proc.returncode} and no result: "
-                                 f"{' | '.join(tail)}") from None
+            try:
+                result = json.loads(sandbox_files.read_text(wd / RESULT))
+            except (OSError, ValueError):
+                tail = sandbox_files.tail(log.fileno(), 4000).splitlines()[-3:]
+                raise WinnerRunError(f"child exited with {proc.returncode} and no result: "
+                                     f"{' | '.join(tail)}") from None
         if result.get("nonce") != nonce:
             raise WinnerRunError("result.json was not written by the harness")
         if result.get("status") != "ok":
             raise WinnerRunError(str(result.get("detail"))[:400])
         outs = []
         for k, n in enumerate(result["n_outputs"][:len(cases)]):
-            got = load_file(str(wd / OUTPUTS.format(k)))
+            path = wd / OUTPUTS.format(k)
+            try:   # the child's processes are gone: what is there now stays
+                regular = stat.S_ISREG(os.lstat(path).st_mode)
+            except OSError:
+                regular = False
+            if not regular:
+                raise WinnerRunError(f"{path.name} is missing or not a regular file")
+            got = load_file(str(path))
             outs.append([got[f"output.{i}"].to(device) for i in range(int(n))])
         if len(outs) != len(cases):
             raise WinnerRunError(f"outputs for {len(outs)} of {len(cases)} cases")

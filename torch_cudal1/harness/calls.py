@@ -212,13 +212,27 @@ def output_specs(outputs) -> list[dict | None]:
 
 class Slots:
     """``count`` slots of ``slot_bytes`` in a shared file (``fd``), as one host uint8 tensor;
-    registered with CUDA (pinned) where possible, so device-to-slot copies are DMA."""
+    registered with CUDA (pinned) where possible, so device-to-slot copies are DMA.
 
-    def __init__(self, fd: int, count: int, specs: list, device: str):
+    ``keep_fd=False`` (the candidate's process) maps the file through a descriptor of its own
+    that is closed once mapped (``torch.from_file``): ``mmap.mmap`` keeps a duplicate of the
+    descriptor for the mapping's life, and code in the process could find it in
+    ``/proc/self/fd`` and rewrite a slot with ``os.pwrite`` after the harness copied a call's
+    outputs there, the caller having been handed something else."""
+
+    def __init__(self, fd: int, count: int, specs: list, device: str, keep_fd: bool = True):
         self.offsets, self.slot_bytes = layout(specs)
         self.specs, self.count = specs, count
-        self.mm = mmap.mmap(fd, count * self.slot_bytes)
-        self.buf = torch.frombuffer(self.mm, dtype=torch.uint8)
+        size = count * self.slot_bytes
+        if keep_fd:
+            self.mm = mmap.mmap(fd, size)
+            self.buf = torch.frombuffer(self.mm, dtype=torch.uint8)
+        else:
+            self.mm = None
+            self.buf = torch.empty(0, dtype=torch.uint8)
+            if size:
+                self.buf = torch.from_file(f"/proc/self/fd/{fd}", shared=True, size=size,
+                                           dtype=torch.uint8)
         self.pinned = False
         if str(device).startswith("cuda"):
             try:
@@ -239,6 +253,8 @@ class Slots:
             except Exception:  # noqa: BLE001
                 pass
         del self.buf
+        if self.mm is None:   # unmapped with the last view of ``buf``
+            return
         try:
             self.mm.close()
         except BufferError:   # views still alive: the mapping goes with the process
@@ -467,12 +483,23 @@ def restore_tree(x, saved) -> None:
             restore_tree(a, b)
 
 
+def _keep_one(sel: torch.Tensor, g: torch.Generator) -> None:
+    """A refill in part leaves at least one slice as it was (a whole new draw is no refill)."""
+    if sel.numel() > 1 and bool(sel.all()):
+        sel[int(torch.randint(0, sel.numel(), (1,), generator=g))] = False
+
+
 def mix(old: torch.Tensor, new: torch.Tensor, seed: int, fraction: float = 0.15) -> torch.Tensor:
     """``old`` with a random part replaced by ``new``'s values: about ``fraction`` of the slices
-    along its first dimension longer than one (whole samples of a batch keep their structure), or,
-    where ``old`` is symmetric in its last two dimensions, rows and the matching columns (so it
-    stays symmetric). A cache keyed on an input's address and a few of its values misses such a
-    change unless it happens to look where it was made."""
+    along one of its dimensions longer than one, or, where ``old`` is symmetric in its last two
+    dimensions, rows and the matching columns (so it stays symmetric). A cache keyed on an
+    input's address and a few of its values misses such a change unless it happens to look
+    where it was made. The dimension is drawn among them for floating tensors: slices along the
+    first alone would change one value of every row each time, and a cache keyed on one column
+    would never be found stale, though a caller updating a window of its buffer in place (a
+    rolling cache) leaves that column as it was. Integer and boolean tensors (indices, offsets,
+    masks, whose order along a row a kernel may rely on) keep whole samples: the first
+    dimension."""
     if old.dim() == 0 or old.numel() == 0 or old.shape != new.shape:
         return new.clone()
     g = torch.Generator().manual_seed(int(seed))
@@ -481,12 +508,17 @@ def mix(old: torch.Tensor, new: torch.Tensor, seed: int, fraction: float = 0.15)
         n = old.shape[-1]
         sel = torch.rand(n, generator=g) < fraction
         sel[int(torch.randint(0, n, (1,), generator=g))] = True
+        _keep_one(sel, g)
         m = sel[:, None] | sel[None, :]
     else:
-        d = next((i for i, s in enumerate(old.shape) if s > 1), 0)
+        dims = [i for i, s in enumerate(old.shape) if s > 1] or [0]
+        d = dims[0]
+        if len(dims) > 1 and (old.is_floating_point() or old.is_complex()):
+            d = dims[int(torch.randint(0, len(dims), (1,), generator=g))]
         n = old.shape[d]
         sel = torch.rand(n, generator=g) < fraction
         sel[int(torch.randint(0, n, (1,), generator=g))] = True
+        _keep_one(sel, g)
         m = sel.view([n if i == d else 1 for i in range(old.dim())])
     return torch.where(m.to(old.device), new, old)
 

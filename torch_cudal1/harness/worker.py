@@ -164,9 +164,10 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int, jobs) -> int:
     if ok is not True:
         return fail("reading the process settings", read, ok)
     settings, switches = read
-    slots = Slots(slot_fd, int(setup["slots"]), setup["specs"], device)
-    # Mapped now, the file itself is let go: candidate code could map it again through its
-    # number and write a call's slot after the harness copied the call's outputs there.
+    slots = Slots(slot_fd, int(setup["slots"]), setup["specs"], device, keep_fd=False)
+    # Mapped now, the file itself is let go (no descriptor of it is left in this process):
+    # candidate code could map it again, or write it, and change a call's slot after the
+    # harness copied the call's outputs there.
     os.close(slot_fd)
     if setup.get("calibrate"):
         # The judge times this process's harness on the reference before any candidate code

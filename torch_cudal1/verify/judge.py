@@ -57,7 +57,7 @@ from ..harness.errors import classify_exception, classify_reported
 from ..harness.real_inputs import clone_layout
 from ..harness.state import ModuleState
 from ..task import TENSORS_FILE, load_source
-from . import cudnn_tf32, freeze, host_load, loaded_builds, os_sandbox
+from . import cudnn_tf32, freeze, host_load, loaded_builds, os_sandbox, sandbox_files
 from .compare import (SLACK, compare, in_dtypes_of, reference_holds, tolerances,
                       within_range)
 from .float64_trust import distrust
@@ -188,12 +188,13 @@ class Worker:
         if j.sandboxed:
             argv = os_sandbox.wrap(argv, chdir=str(wd), writable=j.write_roots + [str(wd)],
                                    gpu=j.device.startswith("cuda"))
-        log = open(wd / "worker.log", "wb")
+        # read back through this descriptor: the worker may put a link in the log's place
+        self.log_fd = os.open(wd / "worker.log", os.O_RDWR | os.O_CREAT | os.O_TRUNC
+                              | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         self.proc = subprocess.Popen(argv, cwd=str(wd), env=env, stdin=subprocess.DEVNULL,
-                                     stdout=log, stderr=subprocess.STDOUT,
+                                     stdout=self.log_fd, stderr=subprocess.STDOUT,
                                      pass_fds=(req_r, rep_w, self.slot_fd),
                                      preexec_fn=own_group)
-        log.close()
         os.close(req_r)
         os.close(rep_w)
         self.req, self.rep = req_w, rep_r
@@ -214,10 +215,7 @@ class Worker:
         return reply
 
     def log_tail(self, n: int = 1500) -> str:
-        try:
-            return (self.judge.wd / "worker" / "worker.log").read_text(errors="replace")[-n:].strip()
-        except OSError:
-            return ""
+        return sandbox_files.tail(getattr(self, "log_fd", None), n)
 
     def _wait_building(self, timeout_s: float, build_until: float) -> float:
         """Wait for the worker's answer up to ``timeout_s``, and past it while a compiler runs in
@@ -312,7 +310,9 @@ class Worker:
             except (OSError, subprocess.TimeoutExpired):
                 pass
         self.kill()
-        for fd in (getattr(self, "req", None), getattr(self, "rep", None)):
+        for name in ("req", "rep", "log_fd"):
+            fd = getattr(self, name, None)
+            setattr(self, name, None)   # closed once: the number may be another file's next
             if fd is not None:
                 try:
                     os.close(fd)

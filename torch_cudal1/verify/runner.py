@@ -107,15 +107,18 @@ def _collect_build(build_dir: str | None, wd: Path, kept: dict | None) -> str | 
 
 
 def _drop_build(result: dict, build_root: str) -> None:
-    """A refused candidate's build folder, removed: the candidate could write there (its own
-    compiles), so whatever it left (files of any size) would outlive the verdict. The harness's
-    own candidates keep theirs for the next search."""
+    """A refused candidate's build folders, removed: the candidate could write there (its own
+    compiles, CUDA's JIT cache ``.nv``, its Triton and inductor caches ``.jit``), so whatever
+    it left (files of any size) would outlive the verdict. The harness's own candidates keep
+    theirs for the next search."""
     d = result.get("build_dir")
     if not d or not result.get("untrusted"):
         return
     root = os.path.realpath(build_root) + os.sep
-    if os.path.realpath(d).startswith(root) and os.path.realpath(d) != root.rstrip(os.sep):
-        shutil.rmtree(d, ignore_errors=True)
+    for path in (d, d + ".nv", d + ".jit"):   # the folders ``judge`` lets the worker write
+        real = os.path.realpath(path)
+        if real.startswith(root) and real != root.rstrip(os.sep):
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def child_env(extra_env: dict | None = None, build_cache_dir: str | None = None) -> dict:
