@@ -92,16 +92,20 @@ def test_off_switch_and_bad_directory(monkeypatch, tmp_path):
 
 def test_verifier_waits_while_another_process_times_on_the_device(tmp_path):
     """The verifier's calls take the device lock: while it is held exclusively (another
-    process timing), the candidate cannot run; once released, the same work passes."""
+    process timing), the candidate cannot run, and the verification ends at its own limit (not
+    when its parent gives up on it); once released, the same work passes."""
     task = Task.from_file(TASKS / "linear_act.py")
     cand = Candidate(task.source + "\n\nclass ModelNew(Model):\n    pass\n", "test:eager")
     env = {"CUDAL1_DEVICE_LOCK_DIR": str(tmp_path / "locks")}
     holder = DeviceLock("cpu", directory=env["CUDAL1_DEVICE_LOCK_DIR"])
     assert holder.active
     with holder.exclusive():
-        v, _ = evaluate(task, cand, device="cpu", trials=2, timeout_s=15, time_it=False,
+        t0 = time.monotonic()
+        v, _ = evaluate(task, cand, device="cpu", trials=2, timeout_s=6, time_it=False,
                         extra_env=env)
+        waited = time.monotonic() - t0
     assert not v.accepted and v.reason == "timeout", v
+    assert "another process" in v.detail and waited < 6 + 20, (waited, v.detail)
     v, t = evaluate(task, cand, device="cpu", trials=2, timeout_s=120, extra_env=env)
     assert v.accepted, v
     assert t is not None and t.median_ms > 0

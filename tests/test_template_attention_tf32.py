@@ -315,16 +315,18 @@ def test_the_kernel_compiles_for_hopper_with_a_tile_that_fits():
         sig = {n: "constexpr" if n in consts else "*fp16" if n == "v_ptr" and not split
                else "*fp32" if n.endswith("_ptr") else "fp32" if n == "scale" else "i32"
                for n in forward.arg_names}
-        fits = []
-        for m, n, warps, stages in template.CONFIGS:
+        # the smallest tiles first: one that fits is enough (each compile takes seconds)
+        for m, n, warps, stages in sorted(template.CONFIGS, key=lambda c: (c[0] * c[1], c[3])):
             kernel = triton.compile(
                 ASTSource(fn=forward, signature=sig,
                           constexprs=dict(E_P2=head, EV_P2=head, CAUSAL=masked, HAS_MASK=masked,
                                           SPLIT=split, BLOCK_M=m, BLOCK_N=n)),
                 target=GPUTarget("cuda", 90, 32),
                 options={"num_warps": warps, "num_stages": stages})
-            fits.append(kernel.metadata.shared <= 227 * 1024)
-        assert any(fits), (head, masked, split)
+            if kernel.metadata.shared <= 227 * 1024:
+                break
+        else:
+            raise AssertionError(f"no tile fits: {(head, masked, split)}")
     # on the device those tiles are what triton.autotune picks from, per shape
     assert len(template._tuned(forward).configs) == len(template.CONFIGS)
 

@@ -48,9 +48,17 @@ def device_id(device: str) -> str:
         return ""
 
 
+class LockTimeout(Exception):
+    """The lock was not had before the holder's ``deadline``."""
+
+
 class DeviceLock:
     """Readers-writer lock over one device, across processes; re-entrant inside the process
-    (a shared request while this process holds it exclusively is a no-op)."""
+    (a shared request while this process holds it exclusively is a no-op). ``deadline`` (a
+    ``time.monotonic()`` value; none by default): a wait that would pass it raises
+    ``LockTimeout``, so a verifier waiting for another process's timing keeps its own limit."""
+
+    deadline: float | None = None
 
     def __init__(self, device: str, directory: str | None = None):
         self._fds: tuple[int, int] | None = None
@@ -78,8 +86,18 @@ class DeviceLock:
 
     def _flock(self, fd: int, op: int) -> bool:
         try:
-            fcntl.flock(fd, op)
-            return True
+            if self.deadline is None or op == fcntl.LOCK_UN:
+                fcntl.flock(fd, op)
+                return True
+            while True:
+                try:
+                    fcntl.flock(fd, op | fcntl.LOCK_NB)
+                    return True
+                except BlockingIOError:
+                    if time.monotonic() >= self.deadline:
+                        raise LockTimeout("the device was held by another process's timing "
+                                          "until this one's limit") from None
+                    time.sleep(0.02)
         except OSError:
             self._fds = None
             return False
@@ -106,10 +124,14 @@ class DeviceLock:
                     yield
                 return
             t0 = time.monotonic()
-            if self._flock(turnstile, fcntl.LOCK_EX):
-                self._flock(rw, fcntl.LOCK_SH)
-                self._flock(turnstile, fcntl.LOCK_UN)
-            self.waited_s += time.monotonic() - t0
+            try:
+                if self._flock(turnstile, fcntl.LOCK_EX):
+                    try:
+                        self._flock(rw, fcntl.LOCK_SH)
+                    finally:
+                        self._flock(turnstile, fcntl.LOCK_UN)
+            finally:
+                self.waited_s += time.monotonic() - t0
             # inside a suspended hold (a benchmark during a compile) the outer hold stays
             # suspended, for resume() to take back
             outer = self._suspended
@@ -134,8 +156,15 @@ class DeviceLock:
                     yield
                 return
             t0 = time.monotonic()
-            held = self._flock(turnstile, fcntl.LOCK_EX) and self._flock(rw, fcntl.LOCK_EX)
-            self.waited_s += time.monotonic() - t0
+            try:
+                held = self._flock(turnstile, fcntl.LOCK_EX)
+                try:
+                    held = held and self._flock(rw, fcntl.LOCK_EX)
+                except LockTimeout:
+                    self._flock(turnstile, fcntl.LOCK_UN)
+                    raise
+            finally:
+                self.waited_s += time.monotonic() - t0
             self._exclusive = 1
             try:
                 yield
