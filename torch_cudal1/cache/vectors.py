@@ -21,7 +21,6 @@ import json
 import os
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
@@ -185,11 +184,8 @@ def run_winner(entry_dir: str | Path, device: str, cases: list[list], *,
         outs = []
         for k, n in enumerate(result["n_outputs"][:len(cases)]):
             path = wd / OUTPUTS.format(k)
-            try:   # the child's processes are gone: what is there now stays
-                regular = stat.S_ISREG(os.lstat(path).st_mode)
-            except OSError:
-                regular = False
-            if not regular:
+            # the child's processes are gone: what is there now stays
+            if not sandbox_files.is_regular(path):
                 raise WinnerRunError(f"{path.name} is missing or not a regular file")
             got = load_file(str(path))
             outs.append([got[f"output.{i}"].to(device) for i in range(int(n))])

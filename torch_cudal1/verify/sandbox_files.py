@@ -29,6 +29,14 @@ def tail(fd: int | None, n: int = 1500) -> str:
     return data.decode(errors="replace").strip()
 
 
+def is_regular(path) -> bool:
+    """Whether ``path`` itself (not what a link there points to) is a regular file."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 def read_regular(path, limit: int = RESULT_LIMIT) -> bytes:
     """The bytes of ``path`` if it is a regular file of at most ``limit`` bytes, opened without
     following a symbolic link in its last part and without waiting on a pipe; OSError else."""
