@@ -81,9 +81,9 @@ HELD_BYTES = 256 << 20      # at most this much of the outputs the worker holds 
 MIN_TIMED_BATCHES = 3       # and judged on the median batch of at least this many
 BUSY_SHARE = 0.25           # of a core, used by other processes during a batch: it judges nothing
 HARNESS_ROUNDS = 3          # batches on the reference in both processes before the candidate's import
-HARNESS_DRIFT = 0.5         # how far the harness's cost per call in the candidate's process moves
-                            # from its calibration during a run (its two threads' hand-offs on one
-                            # core or across two: 1.2x to 1.75x the judge's on a 2-vCPU VM)
+HARNESS_DRIFT = 0.5         # how far the harness's cost per call in the candidate's process may move
+                            # from its calibration during a run (its two threads hand each call
+                            # over on one core or across two, which costs more on a small VM)
 HARNESS_BELOW_S = 0.005     # ... where a reference call is quicker than this (its harness then counts)
 WIDE = 64.0                 # the wide draw's inputs: get_inputs()'s times this (``wide_check``)
 WORKER_MODULE = "torch_cudal1.harness.worker"
