@@ -114,22 +114,23 @@ def test_results_written_after_every_model(tmp_path, monkeypatch):
     assert "| resnet18 | plain-torch | fp32 |" in (tmp_path / "real_models.md").read_text()
 
 
-@pytest.mark.slow   # two inductor compiles: ~20 s with a warm inductor cache, ~1.5 min cold on 2 cores
+@pytest.mark.slow   # an inductor compile: ~10 s with a warm inductor cache, ~45 s cold on 2 cores
 def test_smoke_run_writes_both_files(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.setdefault("OMP_NUM_THREADS", "1")                 # small shapes: threads only add noise
     env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")   # no compile-worker pool to start
-    cmd = [sys.executable, "benchmarks/real_models.py", "--small", "--models", "resnet18,gpt2",
+    # one model: a second adds its inductor compile and nothing the files show that one does not
+    cmd = [sys.executable, "benchmarks/real_models.py", "--small", "--models", "gpt2",
            "--dtypes", "fp32", "--skip-cudal1", "--out", str(tmp_path)]
     p = subprocess.run(cmd, cwd=str(ROOT), env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
     recs = json.loads((tmp_path / "real_models.json").read_text())
-    assert [r["model"] for r in recs] == ["resnet18", "gpt2"]
+    assert [r["model"] for r in recs] == ["gpt2"]
     for r in recs:
         assert r["impl"] in ("torchvision", "transformers", "plain-torch")
         assert r["eager_ms"] > 0 and r["inductor_ms"] > 0
     md = (tmp_path / "real_models.md").read_text().splitlines()
-    assert md[0].startswith("| model | impl | dtype |") and len(md) == 2 + 2
+    assert md[0].startswith("| model | impl | dtype |") and len(md) == 2 + 1
 
 
 def test_paired_ratio_is_against_the_fastest_baseline_of_each_round():

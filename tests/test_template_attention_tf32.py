@@ -250,9 +250,11 @@ def test_the_engine_offers_the_template_only_where_tf32_may_be_proposed(monkeypa
     assert not any("attention_tf32" in o for o in _origins(_attention_task(), "off"))
 
 
-# The "+inductor" variant (the same kernel, the other products left in float32) runs with the
-# GPU tests: a minute more of Triton's interpreter on CI's two cores.
-@pytest.mark.parametrize("which,suffix", [("fused", "+tf32"), ("user", "+tf32"),
+# The fused graph's candidates run with the GPU tests (a minute more of Triton's interpreter on
+# CI's two cores each); on the CPU the fused graph's split-kernel candidate goes through the
+# verifier in test_at_pytorchs_default_precision_the_verifier_takes_the_split_kernel_only.
+@pytest.mark.parametrize("which,suffix", [pytest.param("fused", "+tf32", marks=pytest.mark.gpu),
+                                          ("user", "+tf32"),
                                           pytest.param("fused", "+inductor", marks=pytest.mark.gpu)])
 def test_the_verifier_accepts_the_engines_template_candidate(which, suffix, monkeypatch, tmp_path):
     """The engine's own candidates (the rewritten graph through inductor, the other products in

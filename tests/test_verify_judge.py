@@ -178,6 +178,8 @@ def test_the_harness_is_timed_in_the_candidates_process_before_its_import(tmp_pa
                                build_cache_dir=str(tmp_path), time_budget_s=0.3)
     assert verdict.accepted, verdict
     assert 0.05 < timing.extra["harness_ratio"] < 20, timing.extra
+    # the estimate taken off each call, and the calls' own reports (benchmarks/harness_drift.py)
+    assert timing.extra["harness_ms"] > 0 and timing.extra["reported_mean_ms"] > 0, timing.extra
 
 
 def test_a_call_that_hangs_later_is_cut_in_proportion_to_the_reference():

@@ -49,6 +49,8 @@ ENV_ONLY = {
     "CUDAL1_VERIFY_FORKSERVER_IDLE_S": ("120", "an idle template exits after this many seconds"),
     "CUDAL1_VERIFY_MEMORY_MB": (None, "the verifier child's address-space limit"),
     "CUDAL1_VERIFY_KEEP_BYTES": (None, "the judge's budget for reference outputs, in bytes"),
+    "CUDAL1_VERIFY_HELD_BYTES": (str(256 << 20), "the most bytes of a candidate's outputs its "
+                                 "worker holds across calls (default 256 MiB)"),
     "CUDAL1_TIMING_CPUS": (None, "host CPUs a timing moves its thread to"),
     "CUDAL1_WORK_CPUS": (None, "CPUs builds and checks are restricted to"),
     "CUDAL1_NATIVE": ("auto", "native timing helpers: auto (a prior build) | 1 (build) | 0"),

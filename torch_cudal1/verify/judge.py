@@ -57,6 +57,7 @@ from ..harness.calls import (HELD_FIRST, HELD_OUTPUTS, InputWatch, Inputs, Runne
 from ..harness.errors import classify_exception, classify_reported
 from ..harness.real_inputs import clone_layout
 from ..harness.state import ModuleState
+from ..options import env
 from ..task import TENSORS_FILE, load_source
 from . import cudnn_tf32, freeze, host_load, loaded_builds, os_sandbox, sandbox_files
 from .compare import (SLACK, compare, in_dtypes_of, reference_holds, tolerances,
@@ -76,8 +77,6 @@ FIRST_CALL_FLOOR_S = 120.0  # an engine's candidate's first calls (its lazy comp
 MIN_TIMED_BATCH = 4         # calls; a timed batch is never smaller (the first, warm-up one is 3)
 BUILD_POLL_S = 2.0          # how often a first call past its allowance is looked at for a compiler
 CALL_FLOOR_S = 30.0         # later batches: this, plus 20x what the reference took for the same calls
-HELD_BYTES = 256 << 20      # at most this much of the outputs the worker holds (calls.HELD_*;
-                            # each side: the reference holds too)
 MIN_TIMED_BATCHES = 3       # and judged on the median batch of at least this many
 BUSY_SHARE = 0.25           # of a core, used by other processes during a batch: it judges nothing
 HARNESS_ROUNDS = 3          # batches on the reference in both processes before the candidate's import
@@ -101,6 +100,12 @@ class Reject(Exception):
     def __init__(self, reason: str, detail: str, **stats):
         super().__init__(f"{reason}: {detail}")
         self.verdict = Verdict.reject(reason, detail, **stats)
+
+
+def held_bytes() -> int:
+    """The most of the candidate's outputs (and, alike, of the reference's) the worker holds
+    across calls (``calls.HELD_*``): ``CUDAL1_VERIFY_HELD_BYTES``, 256 MiB by default."""
+    return int(env("CUDAL1_VERIFY_HELD_BYTES"))
 
 
 def _fresh_seed() -> int:
@@ -1336,16 +1341,16 @@ class Judge:
 
     def _may_hold_inputs(self) -> bool:
         """Whether the worker may hold a call's inputs past it (``calls.Runner``'s
-        ``held_inputs``): within HELD_BYTES, and not for a task whose state is put back."""
+        ``held_inputs``): within ``held_bytes()``, and not for a task whose state is put back."""
         if getattr(self, "_hold_inputs", None) is None:
             size = sum(nbytes(t) for t in tensor_leaves(self.draws[0]))
             self._hold_inputs = not self.stateful and (HELD_OUTPUTS + HELD_FIRST) * size \
-                <= HELD_BYTES
+                <= held_bytes()
         return self._hold_inputs
 
     def _may_hold(self, run: bool = True) -> bool:
         """Whether the worker may hold outputs (one call of every batch, the last HELD_OUTPUTS
-        of them): within HELD_BYTES, and only where the reference's calls give each its own
+        of them): within ``held_bytes()``, and only where the reference's calls give each its own
         memory. Outputs too large for that are held for one call only, the first batch's, to
         the end of the run: a ring of output buffers handed out again after as many calls as
         it has buffers (allocations skipped, each result overwritten under a caller that kept
@@ -1354,8 +1359,9 @@ class Judge:
             spared = self.ref_shared_outputs()
             fresh = [i for i, s in enumerate(self.specs) if s and i not in spared]
             size = sum(self.specs[i]["nbytes"] for i in fresh)
-            self.hold_once = (HELD_OUTPUTS + HELD_FIRST) * size > HELD_BYTES
-            ok = not self.stateful and size <= HELD_BYTES
+            limit = held_bytes()
+            self.hold_once = (HELD_OUTPUTS + HELD_FIRST) * size > limit
+            ok = not self.stateful and size <= limit
             self.hold_outputs = fresh if ok else []
         if self.hold_once and self.hold_outputs and run:
             if self._held_once:
@@ -1435,6 +1441,11 @@ class Judge:
         judge_ms = calls_total / n * 1e3 if n else None
         if judge_ms is not None:
             extra["judge_ms"] = judge_ms
+            # what the harness was taken to cost per call in the worker, and what the calls
+            # reported: an honest candidate's drift of the harness reads off these
+            # (benchmarks/harness_drift.py)
+            extra["harness_ms"] = o_call * 1e3
+            extra["reported_mean_ms"] = sum(b["S"] for b in batches) / n * 1e3
         if busy:
             extra["host_busy_batches"] = busy
         if not ratios:
