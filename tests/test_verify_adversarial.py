@@ -55,7 +55,7 @@ def test_suite_has_both_sides():
 PLAIN = {"forged_result.py", "crash_exit.py", "memory_hog.py", "forbidden_runtime.py",
          "timer_tamper_import.py", "honest_threads.py", "seed_42.py", "forged_reply_garbage.py"}
 # Judged in a test of their own, which asserts more of the same verdict (kept out of this one's
-# run: each takes a minute of CI's time).
+# run: each takes 20-35 s of CI's time).
 ELSEWHERE = {"hang_later.py": "test_verify_judge.py::test_a_call_that_hangs_later_is_cut_in_"
                               "proportion_to_the_reference",
              "honest_private_files.py": "test_engine_code_compiles_into_private_caches"}
