@@ -30,7 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 ADV = ROOT / "tests" / "adversarial"
-# honest candidates of tasks whose calls take tens of microseconds on a CPU
+# honest candidates whose calls take from tens of microseconds to about a millisecond on a CPU,
+# short beside the harness around each call
 CASES = [("diag_matmul", "honest_diag_broadcast.py"), ("own_table", "honest_own_table.py"),
          ("linear_act", "honest_fused_linear.py"), ("row_sum", "honest_row_sum_chunks.py"),
          ("diag_matmul", "honest_threads.py")]
