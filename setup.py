@@ -24,8 +24,8 @@ setup(
         "triton": ["triton"],
         "ray": ["ray[default]"],
         "redis": ["redis>=5"],
-        "dev": ["pytest>=8", "pytest-timeout", "transformers>=4.40", "triton", "ninja",
-                "redis>=5", "ray[default]", "tqdm"],
+        "dev": ["pytest>=8", "pytest-timeout", "pytest-xdist", "transformers>=4.40", "triton",
+                "ninja", "redis>=5", "ray[default]", "tqdm"],
     },
     entry_points={
         "console_scripts": ["cudal1=torch_cudal1.cli:main"],

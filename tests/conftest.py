@@ -1,4 +1,7 @@
+import contextlib
+import fcntl
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,39 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+# Under pytest-xdist (the README's test command runs two workers), a test holds the host alone
+# unless its module is marked "concurrent": most tests judge times (the clock's cross-check, the
+# noise rule, limits in proportion to the reference, background work waited for) or look for
+# processes and files left on the host, and those must not share it. A readers-writer lock
+# across the workers (flock; a turnstile in front, so that a test waiting to hold the host alone
+# is not starved by a stream of concurrent ones) covers each test's setup, call and teardown.
+@contextlib.contextmanager
+def _host_turn(run: str, alone: bool):
+    d = Path(tempfile.gettempdir()) / f"cudal1-tests-{run}"
+    d.mkdir(exist_ok=True)
+    with open(d / "turnstile", "a") as gate, open(d / "host", "a") as host:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(host, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(host, fcntl.LOCK_UN)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    # a GPU's timings are the device lock's to keep apart (torch_cudal1/bench/device_lock.py)
+    if not run or "gpu" in item.keywords:
+        yield
+        return
+    with _host_turn(run, alone=item.get_closest_marker("concurrent") is None):
+        yield
 
 
 @pytest.fixture

@@ -1,10 +1,14 @@
 """Real models compile with backend="cudal1" and match eager; each graph gets a cache entry."""
+import pytest
 import torch
 import torch.nn as nn
 
 import torch_cudal1
 from torch_cudal1.cache.store import CacheStore
 from torch_cudal1.counters import STATS
+
+# values and verdicts only: may share the host with other such tests (tests/conftest.py)
+pytestmark = pytest.mark.concurrent
 
 FAST = {"baselines": "eager", "rounds": 1, "trials": 2}
 

@@ -6,6 +6,9 @@ import pytest
 from helpers import FORBID_SEARCH, run_python
 from torch_cudal1.cache.store import CacheStore
 
+# values and verdicts only: may share the host with other such tests (tests/conftest.py)
+pytestmark = pytest.mark.concurrent
+
 MODEL = """
 import json, sys, torch, torch.nn as nn
 import torch_cudal1, torch_cudal1.counters as rt

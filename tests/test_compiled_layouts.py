@@ -1,6 +1,7 @@
 """The torch.compile'd baselines return outputs in eager's layout where eager's is contiguous:
 inductor returns ``cat(empty, transposed)`` (a KV cache's first step) transposed, which the
 verifier rightly rejects, and such graphs lost inductor to eager."""
+import pytest
 import torch
 
 from torch_cudal1.contracts import Candidate
@@ -8,6 +9,9 @@ from torch_cudal1.engines import output_layouts
 from torch_cudal1.engines.baselines import baseline_candidate
 from torch_cudal1.task import Task, load_source
 from torch_cudal1.verify import evaluate
+
+# values and verdicts only: may share the host with other such tests (tests/conftest.py)
+pytestmark = pytest.mark.concurrent
 
 KV_FIRST_STEP = '''
 import torch

@@ -15,6 +15,9 @@ import torch_cudal1.search.loop
 from torch_cudal1.serve.fallback import STAGES
 from torch_cudal1.counters import STATS
 
+# values and verdicts only: may share the host with other such tests (tests/conftest.py)
+pytestmark = pytest.mark.concurrent
+
 FAST = {"baselines": "eager", "rounds": 0, "trials": 1, "generic": "eager"}
 
 

@@ -5,6 +5,7 @@ import json
 import shutil
 import tarfile
 
+import pytest
 import torch
 
 from helpers import run_python
@@ -14,6 +15,9 @@ from torch_cudal1.cache import foreign
 from torch_cudal1.cache import remote as remote_mod
 from torch_cudal1.cache.remote import RemoteTier, pack, unpack
 from torch_cudal1.cache.store import META, CacheStore, manifest
+
+# values and verdicts only: may share the host with other such tests (tests/conftest.py)
+pytestmark = pytest.mark.concurrent
 
 # Appended to a winner: every output doubled. A forger's edit that the hashes cannot see once
 # the manifest is recomputed.

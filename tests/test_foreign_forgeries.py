@@ -18,6 +18,9 @@ from torch_cudal1.cache.store import META, CacheStore
 from torch_cudal1.cache.vectors import VectorsUnfit, stored_vectors
 from torch_cudal1.serve import audit
 
+# values and verdicts only: may share the host with other such tests (tests/conftest.py)
+pytestmark = pytest.mark.concurrent
+
 
 def _meta_edit(entry, **winner):
     meta = json.loads((entry / META).read_text())

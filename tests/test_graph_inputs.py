@@ -8,6 +8,9 @@ from torch_cudal1.engines.builtin import cudagraph
 from torch_cudal1.engines.builtin.graph_inputs import InputPlan
 from torch_cudal1.verify.static import check_source
 
+# values and verdicts only: may share the host with other such tests (tests/conftest.py)
+pytestmark = pytest.mark.concurrent
+
 
 def _is_tensor(x):
     return isinstance(x, torch.Tensor)

@@ -1,9 +1,13 @@
 """A graph's code can depend on its inputs' strides (a ``view`` only a transposed input allows,
 ``as_strided`` over a sliced one): the verifier's copies of the first call's inputs keep them."""
+import pytest
 import torch
 
 from helpers import run_python
 from torch_cudal1.harness import real_inputs
+
+# values and verdicts only: may share the host with other such tests (tests/conftest.py)
+pytestmark = pytest.mark.concurrent
 
 
 def _layouts():

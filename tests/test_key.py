@@ -1,9 +1,13 @@
 """Cache keys: stable across processes, blind to names, sensitive to what changes results."""
+import pytest
 import torch
 import torch.nn as nn
 
 from helpers import run_python
 from torch_cudal1.cache.key import cache_key, input_metadata, key_fields
+
+# values and verdicts only: may share the host with other such tests (tests/conftest.py)
+pytestmark = pytest.mark.concurrent
 
 KEY_SCRIPT = """
 import json, torch, torch.nn as nn

@@ -1,11 +1,15 @@
 """Graph constants become trailing inputs without copying the module's tensors: aot_autograd
 calls the compiler with its fake mode active, where a deep copy of a real constant failed
 ("Attempted to set the storage of a tensor on device "meta" ...", GPT-2's DynamicCache)."""
+import pytest
 import torch
 import torch.fx as fx
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 
 from torch_cudal1.graph.render import lift_constants
+
+# values and verdicts only: may share the host with other such tests (tests/conftest.py)
+pytestmark = pytest.mark.concurrent
 
 
 def _graph_with_a_constant():

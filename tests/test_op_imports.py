@@ -6,9 +6,13 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 import torch
 
 from torch_cudal1.graph.op_imports import OpNotImportable, import_lines
+
+# values and verdicts only: may share the host with other such tests (tests/conftest.py)
+pytestmark = pytest.mark.concurrent
 
 OPS_MODULE = '''
 import torch

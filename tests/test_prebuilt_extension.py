@@ -13,6 +13,9 @@ from torch_cudal1.search import SearchResult
 from torch_cudal1.task import Task
 from torch_cudal1.verify import evaluate
 
+# values and verdicts only: may share the host with other such tests (tests/conftest.py)
+pytestmark = pytest.mark.concurrent
+
 TASK = '''
 import torch
 import torch.nn as nn

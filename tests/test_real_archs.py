@@ -11,6 +11,9 @@ import torch
 
 from benchmarks import real_archs, real_models
 
+# values and verdicts only: may share the host with other such tests (tests/conftest.py)
+pytestmark = pytest.mark.concurrent
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -2,11 +2,15 @@
 static graph Dynamo compiled again for another size, is served at once by the shape-generic
 implementation; no search runs inside ``forward`` for it; a size called again is searched by a
 background worker and its winner swapped in."""
+import pytest
 import torch
 import torch.nn as nn
 
 from helpers import run_python
 from torch_cudal1.counters import STATS
+
+# values and verdicts only: may share the host with other such tests (tests/conftest.py)
+pytestmark = pytest.mark.concurrent
 
 BASE = {"baselines": "eager", "rounds": 0, "trials": 1}
 

@@ -6,6 +6,9 @@ import pytest
 
 from helpers import run_python
 
+# values and verdicts only: may share the host with other such tests (tests/conftest.py)
+pytestmark = pytest.mark.concurrent
+
 MODEL = """
 import json, os, time, torch, torch.nn as nn
 import torch_cudal1

@@ -16,6 +16,9 @@ from torch_cudal1.rewrites import KERNEL_CHOICE, TF32_ONLY, apply_rewrites, atte
 from torch_cudal1.task import Task
 import torch_cudal1.templates  # noqa: F401 - registers torch.ops.cudal1.attention_tf32
 
+# values and verdicts only: may share the host with other such tests (tests/conftest.py)
+pytestmark = pytest.mark.concurrent
+
 pytest.importorskip("triton")
 
 

@@ -11,6 +11,9 @@ from torch_cudal1.rewrites import KERNEL_CHOICE, apply_rewrites, long_rows
 from torch_cudal1.task import Task
 from torch_cudal1.templates import long_row_norm
 
+# values and verdicts only: may share the host with other such tests (tests/conftest.py)
+pytestmark = pytest.mark.concurrent
+
 pytest.importorskip("triton")
 
 

@@ -10,6 +10,9 @@ from torch_cudal1.cache.store import CacheStore
 from torch_cudal1.cli import main
 from torch_cudal1.warm import WarmUnit, list_units, varying_dims
 
+# values and verdicts only: may share the host with other such tests (tests/conftest.py)
+pytestmark = pytest.mark.concurrent
+
 RECIPE = '''
 import torch, torch.nn as nn
 OPTIONS = {"baselines": "eager", "rounds": 0, "trials": 1}

@@ -13,6 +13,9 @@ from benchmarks.zoo_models import BY_NAME, ZOO, call, compare, compile_entry
 from helpers import FORBID_SEARCH, run_python
 from torch_cudal1.counters import STATS
 
+# values and verdicts only: may share the host with other such tests (tests/conftest.py)
+pytestmark = pytest.mark.concurrent
+
 # The cheapest search: eager as the only baseline, no engine round, one input draw. New sizes
 # (generation) are served eagerly at once and not searched (no background worker outlives a
 # test; tests/test_shapes_serving.py covers those).
