@@ -45,8 +45,10 @@ def _host_turn(run: str, alone: bool):
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-    # a GPU's timings are the device lock's to keep apart (torch_cudal1/bench/device_lock.py)
-    if not run or "gpu" in item.keywords:
+    # a GPU's timings are the device lock's to keep apart (torch_cudal1/bench/device_lock.py);
+    # CUDAL1_TESTS_SHARE_HOST=1: a many-core host whose timings have cores of their own
+    # (CUDAL1_TIMING_CPUS, as benchmarks/gpu/verifier.sh runs the CPU tests)
+    if not run or "gpu" in item.keywords or os.environ.get("CUDAL1_TESTS_SHARE_HOST") == "1":
         yield
         return
     with _host_turn(run, alone=item.get_closest_marker("concurrent") is None):
