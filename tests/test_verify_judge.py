@@ -166,7 +166,9 @@ def test_the_judges_clock_allows_for_the_harness_drifting_from_its_calibration()
     with pytest.raises(Reject) as r:   # 0.5 ms of work in each call, reported as 30 us
         j._cross_check(3e-5, batches(0.06, worker_ratio=1.2, per_call=5e-4), {})
     assert r.value.verdict.reason == "timer_tampering"
-    assert "within its noise" in r.value.verdict.detail
+    # what decided, for a refusal to be read afterwards: every batch's share, the busy left out
+    assert "within its noise, 0 left out as the host's busy" in r.value.verdict.detail
+    assert r.value.verdict.detail.endswith("drift's top: 0.18, 0.18, 0.18)"), r.value.verdict.detail
 
 
 def test_the_harness_is_timed_in_the_candidates_process_before_its_import(tmp_path):

@@ -1465,7 +1465,9 @@ class Judge:
                 f"its own timings add up to {s * 1e3:.3f} ms of the {calls_total * 1e3:.3f} ms "
                 f"its {n} timed calls took on the judge's clock (the harness's own "
                 f"{o_call * n * 1e3:.3f} ms taken off, {len(small)} of {len(batches)} batches "
-                f"within its noise)"))
+                f"within its noise, {busy} left out as the host's busy; judged on the batches' "
+                f"reported share of their time less the harness's at its drift's top: "
+                f"{', '.join(f'{d:.2f}' for d in drifted)})"))
         if explained < 0.8:
             extra["scaled_by_judge"] = round(0.8 / explained, 3)
             return median * 0.8 / explained
