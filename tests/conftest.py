@@ -1,5 +1,3 @@
-import contextlib
-import fcntl
 import os
 import tempfile
 from pathlib import Path
@@ -23,23 +21,21 @@ def pytest_collection_modifyitems(config, items):
 # Under pytest-xdist (the README's test command runs two workers), a test holds the host alone
 # unless its module is marked "concurrent": most tests judge times (the clock's cross-check, the
 # noise rule, limits in proportion to the reference, background work waited for) or look for
-# processes and files left on the host, and those must not share it. A readers-writer lock
-# across the workers (flock; a turnstile in front, so that a test waiting to hold the host alone
-# is not starved by a stream of concurrent ones) covers each test's setup, call and teardown.
-@contextlib.contextmanager
-def _host_turn(run: str, alone: bool):
-    d = Path(tempfile.gettempdir()) / f"cudal1-tests-{run}"
-    d.mkdir(exist_ok=True)
-    with open(d / "turnstile", "a") as gate, open(d / "host", "a") as host:
-        fcntl.flock(gate, fcntl.LOCK_EX)
-        try:
-            fcntl.flock(host, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
-        finally:
-            fcntl.flock(gate, fcntl.LOCK_UN)
-        try:
-            yield
-        finally:
-            fcntl.flock(host, fcntl.LOCK_UN)
+# processes and files left on the host, and those must not share it. The device lock's
+# readers-writer lock across processes (its turnstile keeps a test waiting to hold the host
+# alone from being starved by concurrent ones), over a folder of this run's own, covers each
+# test's setup, call and teardown.
+_HOST = None
+
+
+def _host_lock(run: str):
+    global _HOST
+    if _HOST is None:
+        from torch_cudal1.bench.device_lock import DeviceLock
+        d = Path(tempfile.gettempdir()) / f"cudal1-tests-{run}"
+        d.mkdir(exist_ok=True)
+        _HOST = DeviceLock("cpu", directory=str(d))
+    return _HOST
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -51,7 +47,8 @@ def pytest_runtest_protocol(item, nextitem):
     if not run or "gpu" in item.keywords or os.environ.get("CUDAL1_TESTS_SHARE_HOST") == "1":
         yield
         return
-    with _host_turn(run, alone=item.get_closest_marker("concurrent") is None):
+    host = _host_lock(run)
+    with host.shared() if item.get_closest_marker("concurrent") else host.exclusive():
         yield
 
 
