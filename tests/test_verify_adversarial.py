@@ -128,6 +128,25 @@ def test_the_judge_refuses_them_without_the_audit_hook(path, build_cache):
     assert verdict.reason in expect.split("|"), (verdict.reason, verdict.detail)
 
 
+NO_STATIC = re.compile(r"# without the static check: (\S+)")
+BEHIND_THE_STATIC_CHECK = [p for p in FILES if NO_STATIC.search(p.read_text())]
+
+
+@pytest.mark.parametrize("path", BEHIND_THE_STATIC_CHECK,
+                         ids=[p.stem for p in BEHIND_THE_STATIC_CHECK])
+def test_the_worker_refuses_them_without_the_static_check(path, build_cache, monkeypatch):
+    """What the static check refuses by name, the worker's audit hook still refuses at run time
+    (names can be built at run time, past any reading of the source)."""
+    from torch_cudal1.verify import static
+    src, task, _ = _case(path)
+    assert static.check_source(src)[0] == "forbidden_call"
+    monkeypatch.setattr(static, "check_source", lambda source: ("ok", ""))
+    verdict, _ = evaluate(task, Candidate(src, origin=f"test:{path.stem}"),
+                          build_cache_dir=build_cache, timeout_s=120, time_budget_s=0.3)
+    assert verdict.reason in NO_STATIC.search(src).group(1).split("|"), verdict
+    assert not verdict.detail.startswith("static check"), verdict.detail
+
+
 # The checks that compare with the reference's answers again and again (caches, reused buffers,
 # seeds, repeats), with answers recomputed from each draw's buffers instead of kept, as for
 # graphs whose outputs do not fit the device several times over (verify/references.py).

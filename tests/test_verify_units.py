@@ -127,6 +127,22 @@ def test_real_tensor_check():
     "exec('print(1)')",
     "import sys\nsys._getframe(1)",
     "import inspect\ninspect.currentframe().f_back",
+    # memory at a raw address, an object from its address: no audit event names these
+    "import ctypes\np = ctypes.cast(a, ctypes.POINTER(ctypes.c_float))",
+    "import ctypes as c\nclass U(c.Union):\n    pass",
+    "from ctypes import cast",
+    "from ctypes import *",
+    "import _ctypes",
+    "import torch\ntorch.ctypes.memmove(a, b, 4)",
+    "import ctypes\nctypes.c_char_p(addr).value",
+    "from ctypes import c_char_p\nc_char_p(addr)",
+    "import ctypes\nx = ctypes.c_float.from_address(addr)",
+    "import ctypes\nf = getattr(ctypes, 'py_object')",
+    "import ctypes\nf = getattr(ctypes, name)",
+    "t = object.__subclasses__()",
+    "cell = f.__closure__[0]",
+    "v = vars(type(f))['__globals__']",
+    "class A:\n    __array_interface__ = {'data': (addr, False)}",
 ])
 def test_static_filter_rejects(src):
     reason, detail = check_source(src)
@@ -141,6 +157,7 @@ os.environ["TORCH_CUDA_VERBOSE"] = "0"
 with open("fused_conv_extension.cpp", "w") as f:
     f.write("...")
 ptr = ctypes.c_void_p()
+ctypes.byref(ptr), ctypes.c_char_p(b"c_weight"), ctypes.sizeof(ctypes.c_float)
 class ModelNew(torch.nn.Module):
     def forward(self, x):
         return torch.compile(lambda y: y)(x).eval() if False else x

@@ -1,4 +1,5 @@
 # task: diag_matmul  expect: forbidden_call
+# without the static check: forbidden_call
 import ctypes
 
 import torch

@@ -1,4 +1,6 @@
 # task: diag_matmul  expect: forbidden_call
+# Refused by the static check (the ctypes names that reach raw memory, written out); the worker
+# alone would accept it: open/raw_union_names_built.py builds the names at run time.
 # reaches the worker's _serve frame without taking a frame object: a running
 # generator's embedded interpreter frame (CPython 3.11 layout) read at raw addresses through
 # ctypes.cast(...).contents, its `previous` pointers walked up to _serve, and the Signer's key read

@@ -1,4 +1,6 @@
 # task: diag_matmul  expect: forbidden_call
+# Refused by the static check (the ctypes names that reach raw memory, written out); the worker
+# alone would accept it: open/raw_union_names_built.py builds the names at run time.
 # raw_cast.py without ctypes.cast: a Union's integer field set to an address and read back as a
 # pointer (raw memory read and written) or as a py_object (the object at an address). No audit
 # event at all in CPython 3.11.

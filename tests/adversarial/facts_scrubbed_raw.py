@@ -1,4 +1,6 @@
 # task: diag_matmul  expect: forbidden_call
+# Refused by the static check (the ctypes names that reach raw memory, written out); the worker
+# alone would accept it: open/raw_union_names_built.py builds the names at run time.
 # output_buffer_reuse.py (one persistent output buffer, normally
 # `output_aliased`) made acceptable: the worker's `send` closure is reached through raw memory
 # (a running generator's embedded frame, CPython 3.11, read via ctypes.cast(...).contents; no frame
