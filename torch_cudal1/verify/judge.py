@@ -1392,7 +1392,7 @@ class Judge:
         A batch during which other processes took more than a quarter of a core
         (``host_load.OthersClock``) says nothing either way and is left out; where every batch
         was so, the judge's own figure per call stands in for the reported median when it is
-        the larger. The harness's own candidates (baselines, built-in rewrites) write no times
+        the larger, and where one alone was not, it is not refused on that one. The harness's own candidates (baselines, built-in rewrites) write no times
         of their own: their figures are recorded, never judged."""
         ratios, drifted, calls_total, n, busy = [], [], 0.0, 0, 0
         small = []
@@ -1459,7 +1459,10 @@ class Judge:
         extra["explained"] = round(explained, 3)
         if self.trusted:
             return median
-        if min(1.0, drifted[len(drifted) // 2]) < 0.35:
+        # A refusal takes two quiet batches at least: on a host busy with other work, the one
+        # batch the others' accounting let through can still have waited (its ticks are 10 ms)
+        # and stands alone; with fewer, the median is scaled up below as for any short share
+        if min(1.0, drifted[len(drifted) // 2]) < 0.35 and len(batches) - busy >= 2:
             s = sum(b["S"] for b in batches)
             raise Reject("timer_tampering", (
                 f"its own timings add up to {s * 1e3:.3f} ms of the {calls_total * 1e3:.3f} ms "
