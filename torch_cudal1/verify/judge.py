@@ -71,6 +71,7 @@ PREDICTABLE_SEEDS = (42, 0, 1, 1234, 2024)
 GRADS = ("no_grad", "inference")
 NEGATED_ALONE = 4           # inputs negated one at a time, where all together leave no answer
 SAMPLED = 1024              # positions of each output checked on every timed call
+FLOOR_DRAWS = 4             # fresh draws that tell the native reference's error (Judge.cmp)
 SLOT_SHARE = 1 / 16         # of host memory, for one batch's output slots (each side)
 MAX_BATCH = 100
 FIRST_CALL_FLOOR_S = 120.0  # an engine's candidate's first calls (its lazy compiles) get this long
@@ -346,6 +347,7 @@ class Judge:
         self.stateful = False
         self.worst = 0.0
         self.native_abs: list[float] = []
+        self.rel_floor: list[float] | None = None   # cmp's, once a draw needed it
 
     def _clock(self) -> tuple[float, float]:
         return time.monotonic(), self.lock.waited_s
@@ -417,8 +419,42 @@ class Judge:
 
     # -- comparing ----------------------------------------------------------------------------
     def cmp(self, native, got, hi):
-        return compare(native, got, hi, precision=self.compare_at, checker=self.checker,
-                       value_tol=self.value_tol)
+        kw = dict(precision=self.compare_at, checker=self.checker, value_tol=self.value_tol)
+        reason, detail, stats = compare(native, got, hi, native_rel_floor=self.rel_floor, **kw)
+        if reason == "mismatch" and stats.get("norm_only") and self.rel_floor is None \
+                and hi is not None and hi is not native and self.ref_hi is not None:
+            # Every element within its bound and only the norm over the bound, which is eight
+            # times the native reference's own error on this draw: where an output is a small
+            # difference of larger terms (a ReLU cutting most of an affine map), that error
+            # rests on a few elements and moves by several times from draw to draw. Judged
+            # again against its largest on fresh draws, once per verification.
+            self.rel_floor = self._native_rel_on_fresh_draws()
+            reason, detail, stats = compare(native, got, hi, native_rel_floor=self.rel_floor,
+                                            **kw)
+        return reason, detail, stats
+
+    def _native_rel_on_fresh_draws(self, draws: int = FLOOR_DRAWS) -> list[float]:
+        """Per output, the native reference's largest norm-relative error against float64 on
+        ``draws`` fresh draws (none for a reference that keeps state: its draws are a sequence
+        whose state the timed batches carry on)."""
+        if self.stateful:
+            return []
+        floor: list[float] = []
+        for _ in range(draws):
+            native, hi = self.reference(self.draw(_fresh_seed()))
+            if hi is None:
+                return []
+            for i, (n, h) in enumerate(zip(flatten(native), flatten(hi))):
+                rel = 0.0
+                if isinstance(n, torch.Tensor) and isinstance(h, torch.Tensor) and \
+                        n.is_floating_point() and n.shape == h.shape and n.numel():
+                    h = h.to(n.device).double()
+                    fin = torch.isfinite(h) & torch.isfinite(n)
+                    d, hn = (n.double() - h)[fin].norm(), h[fin].norm()
+                    rel = float(d / hn) if float(hn) > 0 else 0.0
+                floor += [0.0] * (i + 1 - len(floor))
+                floor[i] = max(floor[i], rel)
+        return floor
 
     def check(self, expected, got, what: str, *, earlier=()):
         native, hi = expected
@@ -1481,6 +1517,7 @@ class Judge:
         the reference's answer to the same seed; the ``picked`` calls in full against float64."""
         like = self.ref_specs_like
         gen = torch.Generator().manual_seed(_fresh_seed())
+        suspects: dict[int, int] = {}
         for k in range(len(recs)):
             for i, s in enumerate(self.specs):
                 if s is None or not recs[k]["outputs"][i].get("copied"):
@@ -1504,8 +1541,10 @@ class Judge:
                 bound = 4 * elem * (rms + rv.abs()) + 4 * SLACK * (
                     self.native_abs[i] if i < len(self.native_abs) else 0.0)
                 if bool(bad_nan.any()) or bool(((cv - rv).abs() > bound)[fin].any()):
-                    raise Reject("stale_output", f"during timing, {whats[k]}: output {i} differs "
-                                                 "from the reference's answer to the same input")
+                    # a screen only (its slack is draw 0's, its scale the sampled values'): the
+                    # call is judged in full against float64, as a picked one is
+                    suspects[k] = i
+        picked = set(picked) | set(suspects)
         expected = self._timed_sequence(calls, picked, at_start) if self.stateful else {}
         for k in sorted(picked):
             exp = expected.pop(k) if self.stateful else self.reference(self._timed_inputs(calls, k))
