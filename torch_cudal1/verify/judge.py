@@ -1428,8 +1428,9 @@ class Judge:
         A batch during which other processes took more than a quarter of a core
         (``host_load.OthersClock``) says nothing either way and is left out; where every batch
         was so, the judge's own figure per call stands in for the reported median when it is
-        the larger, and where one alone was not, it is not refused on that one. The harness's own candidates (baselines, built-in rewrites) write no times
-        of their own: their figures are recorded, never judged."""
+        the larger, and where one alone was not, it is not refused on that one. The harness's
+        own candidates (baselines, built-in rewrites) write no times of their own: their
+        figures are recorded, never judged."""
         ratios, drifted, calls_total, n, busy = [], [], 0.0, 0, 0
         small = []
         # the harness's cost per call, as the median of the reference's batches (one batch's
