@@ -5,13 +5,16 @@ run's verdicts.jsonl with --before).
     PYTHONPATH=. python3 benchmarks/verify_solutions.py --data KERNELBENCH.jsonl \\
         --records benchmarks/results/kernelbench/h200/results.jsonl --device cuda \\
         [--before OLD/verdicts.jsonl] [--workers 10] [--max-seconds 500] [--out DIR]
+        [--ids L2_9 --repeat 10]
 
 Every solution is verified and timed at the float32 precision PyTorch defaults to
 (``"highest"``); one rejected as ``mismatch`` is verified again at ``"high"``, which tells a
 solution that is right only at TF32-level precision (TF32, fp16 or bf16 inside) from one that is
 wrong. Results go to ``OUT/verdicts.jsonl`` (a rerun skips what is there: the work fits several
 calls) and ``OUT/README.md``: how many verdicts changed, and a table of each change with the
-reason given.
+reason given. With ``--repeat N`` each named solution is verified N times, and the README
+counts each one's verdicts over its runs: a verdict that changes from run to run is a
+verifier's, not the solution's.
 """
 from __future__ import annotations
 
@@ -69,7 +72,7 @@ def verify(row: dict, device: str, timeout: float) -> dict:
     return rec
 
 
-def report(out: Path, recs: list[dict], old: dict, cmd: str) -> str:
+def report(out: Path, recs: list[dict], old: dict, cmd: str, runs: list[dict] = ()) -> str:
     new = {r["id"]: r for r in recs}
     changed = [r for r in recs if old.get(r["id"]) is not None and old[r["id"]] != r["reason"]]
     counts = collections.Counter(r["reason"] for r in recs)
@@ -82,6 +85,15 @@ def report(out: Path, recs: list[dict], old: dict, cmd: str) -> str:
         why = r["detail"].replace("|", "/").replace("\n", " ")[:160]
         lines.append(f"| {r['id']} | {old[r['id']]} | {r['reason']} | {r.get('at_high', '')} | "
                      f"{why} |")
+    by_id: dict[str, collections.Counter] = {}
+    for r in runs:
+        by_id.setdefault(r["id"], collections.Counter())[r["reason"]] += 1
+    if by_id:
+        lines += ["", "## Verdicts over each solution's runs", "",
+                  "| task | runs | verdicts |", "|---|---|---|"]
+        for k, c in sorted(by_id.items()):
+            lines.append(f"| {k} | {sum(c.values())} | "
+                         + ", ".join(f"{r} {n}" for r, n in c.most_common()) + " |")
     text = "\n".join(lines) + "\n"
     (out / "README.md").write_text(text)
     return text
@@ -99,8 +111,12 @@ def main(argv=None) -> int:
     ap.add_argument("--max-seconds", type=float, default=float("inf"),
                     help="start no verification after this long (a rerun goes on)")
     ap.add_argument("--ids", default=None, help="only these (L1_12,L2_3,...), verified again")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="with --ids: verify each of them this many times, and count the verdicts")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "verify_solutions"))
     args = ap.parse_args(argv)
+    if args.repeat > 1 and not args.ids:
+        ap.error("--repeat needs --ids")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     done_path = out / "verdicts.jsonl"
@@ -113,6 +129,8 @@ def main(argv=None) -> int:
             done.pop(i, None)
     todo = [r for r in rows if f"L{r['level_id']}_{r['task_id']}" not in done]
     todo.sort(key=lambda r: "load_inline" not in r["custom_code"])   # builds first: the longest
+    todo = [r for r in todo for _ in range(args.repeat)]
+    runs: list[dict] = []
     start = time.monotonic()
     os.environ.setdefault("CUDAL1_VERIFY_FORKSERVER", "1")
     from torch_cudal1.bench.timing_cpus import apply_work_cpus
@@ -129,6 +147,7 @@ def main(argv=None) -> int:
                     futures.pop(fu)
                     rec = fu.result()
                     done[rec["id"]] = rec
+                    runs.append(rec)
                     f.write(json.dumps(rec) + "\n")
                     f.flush()
                     print(f"{rec['id']} {rec['reason']} {rec['seconds']}s", flush=True)
@@ -137,13 +156,14 @@ def main(argv=None) -> int:
         for fu in concurrent.futures.as_completed(futures):
             rec = fu.result()
             done[rec["id"]] = rec
+            runs.append(rec)
             f.write(json.dumps(rec) + "\n")
             f.flush()
             print(f"{rec['id']} {rec['reason']} {rec['seconds']}s", flush=True)
     cmd = "PYTHONPATH=. python3 benchmarks/verify_solutions.py " + " ".join(
         argv if argv is not None else sys.argv[1:])
     old = _before(args.before) if args.before else _old(args.records)
-    print(report(out, list(done.values()), old, cmd))
+    print(report(out, list(done.values()), old, cmd, runs if args.repeat > 1 else ()))
     return 0
 
 

@@ -298,16 +298,17 @@ def compare(native, new, hi=None, *, check_stride: bool = False, check_layout: b
             norm_tol: float | None = None, elem_tol: float | None = None,
             checker=None, precision: str | None = None,
             value_tol: float | None = None, tails: bool = True,
-            native_rel_floor: list[float] | None = None) -> tuple[str, str, dict]:
+            native_err_floor: list[float] | None = None) -> tuple[str, str, dict]:
     """Return (reason, detail, stats); reason "ok" when ``new`` matches. ``hi`` defaults to
     ``native`` (no higher-precision reference available). ``checker``: the native helpers
     module (``bench.native``), whose C++ ``check_close`` then computes the error statistics.
     ``check_layout``: an output the reference returns contiguous must be contiguous too.
     ``tails=False``: the norm and element bounds only, not the elements far below the output's
     scale (``LOST``), which inputs far wider than usual put where no caller reads them (a
-    sigmoid's e^-40). ``native_rel_floor``: per output, the native reference's norm-relative
-    error on other draws of the task, where this draw's alone would set too tight a bound
-    (``Judge.cmp``); a mismatch on the norm bound alone says so (``norm_only`` in its stats)."""
+    sigmoid's e^-40). ``native_err_floor``: per output, the native reference's error (the norm
+    of its difference from float64) on other draws of the task, where this draw's alone would
+    set too tight a bound (``Judge.cmp``); an error within SLACK times it passes the norm bound.
+    A mismatch on the norm bound alone says so (``norm_only`` in its stats)."""
     refs, news = flatten_outputs(native), flatten_outputs(new)
     his = flatten_outputs(hi) if hi is not None else refs
     if len(refs) != len(news) or len(his) != len(refs):
@@ -356,11 +357,11 @@ def compare(native, new, hi=None, *, check_stride: bool = False, check_layout: b
             return "nan" if bad.startswith("nan:") else "mismatch", bad.split(":", 1)[1], {}
         err, denom, max_abs, n_exceed, native_abs, native_rel, count, n_sure, lost = _float_stats(
             r, n, h, dtype_elem, checker, sure)
-        floor = native_rel_floor[i] if native_rel_floor and i < len(native_rel_floor) else 0.0
-        rel_tol = max(dtype_norm, SLACK * native_rel, SLACK * floor)
+        rel_tol = max(dtype_norm, SLACK * native_rel)
+        floor = native_err_floor[i] if native_err_floor and i < len(native_err_floor) else 0.0
         if denom > 0:
             rel = err / denom
-            rel_bad = rel > rel_tol
+            rel_bad = rel > rel_tol and not err <= SLACK * floor
         else:   # reference exactly zero: only as much error as the native reference makes
             rel = err
             rel_bad = max_abs > SLACK * native_abs
