@@ -19,12 +19,12 @@ def pytest_collection_modifyitems(config, items):
 
 
 # Under pytest-xdist (the README's test command runs two workers), a test holds the host alone
-# unless its module is marked "concurrent": most tests judge times (the clock's cross-check, the
-# noise rule, limits in proportion to the reference, background work waited for) or look for
-# processes and files left on the host, and those must not share it. The device lock's
-# readers-writer lock across processes (its turnstile keeps a test waiting to hold the host
-# alone from being starved by concurrent ones), over a folder of this run's own, covers each
-# test's setup, call and teardown.
+# unless it or its module is marked "concurrent": most tests judge times (the clock's
+# cross-check, the noise rule, limits in proportion to the reference, background work waited
+# for) or look for processes and files left on the host, and those must not share it. The
+# device lock's readers-writer lock across processes (its turnstile keeps a test waiting to hold
+# the host alone from being starved by concurrent ones), over a folder of this run's own, covers
+# each test's setup, call and teardown.
 _HOST = None
 
 

@@ -1,46 +1,20 @@
-"""Every candidate in tests/adversarial/ through the real verifier (one child process each):
-false speedups must be rejected for the right reason, honest rewrites must pass."""
+"""Every false speedup in tests/adversarial/ through the real verifier (one child process each):
+each must be rejected for the right reason, on the CPU here and on CUDA with ``-m gpu``. The honest
+candidates, the other side of each check, are test_verify_honest.py's."""
 import os
 import re
 from pathlib import Path
 
 import pytest
 
+from adversarial_cases import (ADV, FILES, SETTINGS, build_cache, case, check_verdict,  # noqa: F401
+                               expect_of, host_marks, verdict_cases)
 from torch_cudal1.contracts import Candidate
-from torch_cudal1.task import Task
-from torch_cudal1.verify import evaluate, os_sandbox
-
-ADV = Path(__file__).parent / "adversarial"
-FILES = sorted(p for p in ADV.glob("*.py"))
-HEADER = re.compile(r"# task: (\S+)\s+expect: (\S+)")
-# Per-candidate settings that keep the slow failure modes quick.
-SETTINGS = {"memory_hog.py": {"memory_limit_mb": 6144},
-            # a first call that never returns ends at the verification's own limit
-            "hang.py": {"timeout_s": 10},
-            # its Triton kernel runs on the CPU through Triton's interpreter
-            "triton_private_caches.py": {"extra_env": {"TRITON_INTERPRET": "1"}},
-            # judged where the user allowed TF32 products
-            "tanh_cut_off_at_high.py": {"precision": "high"},
-            "honest_tanh_at_high.py": {"precision": "high"},
-            # outputs too large for the worker to hold six calls of (2 MB each of at most 8 MB)
-            "output_ring_large.py": {"extra_env": {"CUDAL1_VERIFY_HELD_BYTES": str(8 << 20)}},
-            "honest_big_affine.py": {"extra_env": {"CUDAL1_VERIFY_HELD_BYTES": str(8 << 20)}}}
-
-
-@pytest.fixture(scope="module")
-def build_cache(tmp_path_factory):
-    return str(tmp_path_factory.mktemp("build_cache"))
-
-
-def _case(path: Path):
-    src = path.read_text()
-    m = HEADER.match(src)
-    assert m, f"{path.name} lacks the '# task: ... expect: ...' header"
-    return src, Task.from_file(ADV / "tasks" / f"{m.group(1)}.py"), m.group(2)
+from torch_cudal1.verify import evaluate
 
 
 def test_suite_has_both_sides():
-    expects = [e for p in FILES for e in _case(p)[2].split("|")]
+    expects = [e for p in FILES for e in expect_of(p).split("|")]
     assert expects.count("ok") >= 6
     for reason in ("lazy_output", "stale_output", "async_work", "input_mutated", "output_aliased",
                    "mismatch", "timer_tampering", "seed_dependent", "nondeterministic",
@@ -49,39 +23,9 @@ def test_suite_has_both_sides():
         assert reason in expects, reason
 
 
-# The whole suite runs with judges forked from the fork-server template (what CPU verification
-# uses once the template is up); the cases where process handling matters most run again with
-# judges started as plain interpreters.
-PLAIN = {"forged_result.py", "crash_exit.py", "memory_hog.py", "forbidden_runtime.py",
-         "timer_tamper_import.py", "honest_threads.py", "seed_42.py", "forged_reply_garbage.py"}
-# Judged in a test of their own, which asserts more of the same verdict (kept out of this one's
-# run: each takes 20-35 s of CI's time).
-ELSEWHERE = {"hang_later.py": "test_verify_judge.py::test_a_call_that_hangs_later_is_cut_in_"
-                              "proportion_to_the_reference",
-             "honest_private_files.py": "test_engine_code_compiles_into_private_caches"}
-CASES = [(p, "1") for p in FILES if p.name not in ELSEWHERE] + \
-    [(p, "0") for p in FILES if p.name in PLAIN]
-
-
-@pytest.mark.parametrize("path,forkserver", CASES,
-                         ids=[f"{p.stem}-{'forked' if f == '1' else 'plain'}" for p, f in CASES])
-def test_candidate_verdict(path, forkserver, build_cache, monkeypatch):
-    monkeypatch.setenv("CUDA_HOME", "/usr/local/cuda")
-    monkeypatch.setenv("CUDAL1_VERIFY_FORKSERVER", forkserver)
-    src, task, expect = _case(path)
-    kw = {"timeout_s": 120, "time_budget_s": 0.3, **SETTINGS.get(path.name, {})}
-    verdict, timing = evaluate(task, Candidate(src, origin=f"test:{path.stem}"),
-                               build_cache_dir=build_cache, **kw)
-    # "a|b": either reason is right (uninitialised memory may hold NaN or just wrong numbers).
-    assert verdict.reason in expect.split("|"), (verdict.reason, verdict.detail)
-    assert verdict.accepted == (expect == "ok")
-    if expect == "ok":
-        assert timing is not None and timing.median_ms > 0 and timing.n >= 10
-        assert verdict.stats["reference"] == "float64" and verdict.stats["references"] == "kept"
-        assert verdict.stats["sandbox"] == ("bwrap" if os_sandbox.active() else "none")
-    else:
-        assert timing is None
-        assert verdict.detail
+@pytest.mark.parametrize("path,forkserver", verdict_cases(honest=False))
+def test_candidate_verdict(path, forkserver, build_cache, monkeypatch):  # noqa: F811
+    check_verdict(path, forkserver, build_cache, monkeypatch)
 
 
 # The same candidates judged on a GPU (pytest -m gpu): the defences must hold where the
@@ -96,7 +40,7 @@ CUDA_CASES = [p for p in FILES if p.name not in CPU_ONLY]
 @pytest.mark.parametrize("path", CUDA_CASES, ids=[p.stem for p in CUDA_CASES])
 def test_candidate_verdict_on_cuda(path, build_cache, monkeypatch):
     monkeypatch.setenv("CUDA_HOME", os.environ.get("CUDA_HOME", "/usr/local/cuda"))
-    src, task, expect = _case(path)
+    src, task, expect = case(path)
     expect = (ON_CUDA.search(src) or re.search(r"(.*)", expect)).group(1)
     kw = {"timeout_s": 180, "time_budget_s": 0.3, **SETTINGS.get(path.name, {})}
     verdict, timing = evaluate(task, Candidate(src, origin=f"test:{path.stem}"), device="cuda",
@@ -111,11 +55,13 @@ NO_AUDIT = re.compile(r"# without the audit hook: (\S+)")
 BEHIND_THE_HOOK = [p for p in FILES if NO_AUDIT.search(p.read_text())]
 
 
-@pytest.mark.parametrize("path", BEHIND_THE_HOOK, ids=[p.stem for p in BEHIND_THE_HOOK])
+@pytest.mark.parametrize("path", [
+    pytest.param(p, id=p.stem, marks=host_marks(NO_AUDIT.search(p.read_text()).group(1)))
+    for p in BEHIND_THE_HOOK])
 def test_the_judge_refuses_them_without_the_audit_hook(path, build_cache):
     """Defence in depth: what the audit hook stops first (frames taken to reach the worker's
     objects), the judge in its own process still refuses with the hook off."""
-    src, task, _ = _case(path)
+    src, task, _ = case(path)
     expect = NO_AUDIT.search(src).group(1)
     verdict, timing = evaluate(task, Candidate(src, origin=f"test:{path.stem}"),
                                build_cache_dir=build_cache, timeout_s=120, time_budget_s=0.3,
@@ -132,47 +78,20 @@ NO_STATIC = re.compile(r"# without the static check: (\S+)")
 BEHIND_THE_STATIC_CHECK = [p for p in FILES if NO_STATIC.search(p.read_text())]
 
 
-@pytest.mark.parametrize("path", BEHIND_THE_STATIC_CHECK,
-                         ids=[p.stem for p in BEHIND_THE_STATIC_CHECK])
+@pytest.mark.parametrize("path", [
+    pytest.param(p, id=p.stem, marks=host_marks(NO_STATIC.search(p.read_text()).group(1)))
+    for p in BEHIND_THE_STATIC_CHECK])
 def test_the_worker_refuses_them_without_the_static_check(path, build_cache, monkeypatch):
     """What the static check refuses by name, the worker's audit hook still refuses at run time
     (names can be built at run time, past any reading of the source)."""
     from torch_cudal1.verify import static
-    src, task, _ = _case(path)
+    src, task, _ = case(path)
     assert static.check_source(src)[0] == "forbidden_call"
     monkeypatch.setattr(static, "check_source", lambda source: ("ok", ""))
     verdict, _ = evaluate(task, Candidate(src, origin=f"test:{path.stem}"),
                           build_cache_dir=build_cache, timeout_s=120, time_budget_s=0.3)
     assert verdict.reason in NO_STATIC.search(src).group(1).split("|"), verdict
     assert not verdict.detail.startswith("static check"), verdict.detail
-
-
-# The checks that compare with the reference's answers again and again (caches, reused buffers,
-# seeds, repeats), with answers recomputed from each draw's buffers instead of kept, as for
-# graphs whose outputs do not fit the device several times over (verify/references.py).
-# Honest candidates: one per task (the answers recomputed are the task's, whoever answers).
-RECOMPUTED = [p for p in FILES if p.stem.startswith(("cache_", "output_buffer", "empty_",
-                                                     "seed_", "noisy", "constant", "input_",
-                                                     "thread_", "lazy_"))]
-_FIRST_HONEST: dict = {}
-for _p in FILES:
-    if _p.stem.startswith("honest_"):
-        _FIRST_HONEST.setdefault(HEADER.match(_p.read_text()).group(1), _p)
-RECOMPUTED = sorted(RECOMPUTED + list(_FIRST_HONEST.values()))
-
-
-@pytest.mark.parametrize("path", RECOMPUTED, ids=[p.stem for p in RECOMPUTED])
-def test_candidate_verdict_with_answers_recomputed(path, build_cache, monkeypatch):
-    monkeypatch.setenv("CUDAL1_VERIFY_FORKSERVER", "1")
-    monkeypatch.setenv("CUDAL1_VERIFY_KEEP_BYTES", "0")
-    src, task, expect = _case(path)
-    kw = {"timeout_s": 120, "time_budget_s": 0.3, **SETTINGS.get(path.name, {})}
-    verdict, timing = evaluate(task, Candidate(src, origin=f"test:{path.stem}"),
-                               build_cache_dir=build_cache, **kw)
-    assert verdict.reason in expect.split("|"), (verdict.reason, verdict.detail)
-    assert verdict.accepted == (expect == "ok")
-    if expect == "ok":
-        assert verdict.stats["references"] == "recomputed" and timing.n >= 10
 
 
 def test_forbidden_write_left_no_file():
@@ -189,7 +108,7 @@ def test_engine_code_compiles_into_private_caches(tmp_path, monkeypatch):
     user_cache = tmp_path / "user_inductor"
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(user_cache))
     monkeypatch.setenv("CUDAL1_VERIFY_FORKSERVER", "0")
-    src, task, _ = _case(ADV / "honest_private_files.py")
+    src, task, _ = case(ADV / "honest_private_files.py")
     builds = tmp_path / "builds"
     verdict, _ = evaluate(task, Candidate(src, origin="openai:r1s0"), build_cache_dir=str(builds),
                           timeout_s=300, time_it=False)
@@ -207,7 +126,7 @@ def test_what_the_draw_calls_swapped_for_one_call_buys_no_time(name, build_cache
     """Work moved into the harness's untimed draw (the task's get_inputs or torch.randn swapped
     for the next draw only, put back before any check) made such a candidate look many times faster;
     the harness's draw runs its own copies, so it is timed at the reference's own speed."""
-    src, task, _ = _case(ADV / name)
+    src, task, _ = case(ADV / name)
     verdict, timing = evaluate(task, Candidate(src, origin=f"test:{name}"),
                                build_cache_dir=build_cache, timeout_s=120, time_budget_s=0.5,
                                pair_reference=True)
