@@ -46,7 +46,8 @@ if has host; then
     python3 -m pytest -m "not gpu" -v -p no:cacheprovider -n ${HOST_JOBS:-12} \
     tests/test_verify_sandbox.py tests/test_verify_freeze.py tests/test_audit_symbols.py \
     tests/test_verify_judge.py tests/test_process_groups.py tests/test_loaded_builds.py \
-    tests/test_verify_heap.py tests/test_verify_adversarial.py > "$OUT/host_tests.log" 2>&1
+    tests/test_verify_heap.py tests/test_verify_adversarial.py tests/test_verify_honest.py \
+    > "$OUT/host_tests.log" 2>&1
   grep -E "FAILED|ERROR|passed|failed" "$OUT/host_tests.log" | tail -25
 fi
 
