@@ -29,12 +29,16 @@ SETTINGS = {"memory_hog.py": {"memory_limit_mb": 6144},
 
 # Verdicts reached by the clock (reported times against the judge's, limits in proportion to the
 # reference) or by what a candidate does over time between calls (a cache that goes stale, work
-# left running, a phase told by the rhythm of calls). Under CI's two pytest-xdist workers such a
-# case holds the host alone (tests/conftest.py). Every other case is decided by values, the
-# static check, the audit hook or the facts of a call, none of which a test beside it changes, so
-# it shares the host ("concurrent"): the device lock still keeps timings one at a time, and the
-# judge leaves out of its clock's cross-check each batch during which others used the CPU.
+# left running), and candidates that read the clock themselves (a phase told by the rhythm of
+# calls, which a loaded host's late wake-ups can keep from ever starting, so the candidate stays
+# honest in its run). Under CI's two pytest-xdist workers such a case holds the host alone
+# (tests/conftest.py). Every other case is decided by values, the static check, the audit hook or
+# the facts of a call, none of which a test beside it changes, so it shares the host
+# ("concurrent"): the device lock still keeps timings one at a time, and the judge leaves out of
+# its clock's cross-check each batch during which others used the CPU.
 BY_THE_CLOCK = frozenset({"timer_tampering", "timeout", "async_work", "stale_output", "memory"})
+READS_CLOCK = re.compile(r"^\s*(import time\b|from time import)|perf_counter|monotonic|"
+                         r"time\.time\(", re.M)
 
 
 def case(path: Path):
@@ -48,9 +52,12 @@ def expect_of(path: Path) -> str:
     return HEADER.match(path.read_text()).group(2)
 
 
-def host_marks(expect: str) -> list:
-    """The conftest's host-sharing mark for a case expected to get ``expect`` ("a|b": either)."""
-    return [] if set(expect.split("|")) & BY_THE_CLOCK else [pytest.mark.concurrent]
+def host_marks(path: Path, expect: str) -> list:
+    """The conftest's host-sharing mark for the case at ``path`` expected to get ``expect``
+    ("a|b": either)."""
+    if set(expect.split("|")) & BY_THE_CLOCK or READS_CLOCK.search(path.read_text()):
+        return []
+    return [pytest.mark.concurrent]
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +83,7 @@ def verdict_cases(honest: bool) -> list:
     picked = [p for p in FILES if p.name not in ELSEWHERE and (expect_of(p) == "ok") == honest]
     cases = [(p, "1") for p in picked] + [(p, "0") for p in picked if p.name in PLAIN]
     return [pytest.param(p, f, id=f"{p.stem}-{'forked' if f == '1' else 'plain'}",
-                         marks=host_marks(expect_of(p))) for p, f in cases]
+                         marks=host_marks(p, expect_of(p))) for p, f in cases]
 
 
 def check_verdict(path: Path, forkserver: str, build_cache: str, monkeypatch,

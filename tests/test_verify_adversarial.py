@@ -56,7 +56,7 @@ BEHIND_THE_HOOK = [p for p in FILES if NO_AUDIT.search(p.read_text())]
 
 
 @pytest.mark.parametrize("path", [
-    pytest.param(p, id=p.stem, marks=host_marks(NO_AUDIT.search(p.read_text()).group(1)))
+    pytest.param(p, id=p.stem, marks=host_marks(p, NO_AUDIT.search(p.read_text()).group(1)))
     for p in BEHIND_THE_HOOK])
 def test_the_judge_refuses_them_without_the_audit_hook(path, build_cache):
     """Defence in depth: what the audit hook stops first (frames taken to reach the worker's
@@ -79,7 +79,7 @@ BEHIND_THE_STATIC_CHECK = [p for p in FILES if NO_STATIC.search(p.read_text())]
 
 
 @pytest.mark.parametrize("path", [
-    pytest.param(p, id=p.stem, marks=host_marks(NO_STATIC.search(p.read_text()).group(1)))
+    pytest.param(p, id=p.stem, marks=host_marks(p, NO_STATIC.search(p.read_text()).group(1)))
     for p in BEHIND_THE_STATIC_CHECK])
 def test_the_worker_refuses_them_without_the_static_check(path, build_cache, monkeypatch):
     """What the static check refuses by name, the worker's audit hook still refuses at run time

@@ -25,7 +25,7 @@ for _p in FILES:
 RECOMPUTED = sorted(RECOMPUTED + list(_FIRST_HONEST.values()))
 
 
-@pytest.mark.parametrize("path", [pytest.param(p, id=p.stem, marks=host_marks(expect_of(p)))
+@pytest.mark.parametrize("path", [pytest.param(p, id=p.stem, marks=host_marks(p, expect_of(p)))
                                   for p in RECOMPUTED])
 def test_candidate_verdict_with_answers_recomputed(path, build_cache, monkeypatch):  # noqa: F811
     check_verdict(path, "1", build_cache, monkeypatch, recomputed=True)
