@@ -177,6 +177,56 @@ def test_the_judges_clock_allows_for_the_harness_drifting_from_its_calibration()
     assert r.value.verdict.detail.endswith("drift's top: 0.18, 0.18, 0.18)"), r.value.verdict.detail
 
 
+def test_the_harness_calibration_leaves_out_rounds_during_which_the_host_was_busy(monkeypatch):
+    """The harness costs 1.2x per call in the candidate's process what it costs in the judge's.
+    Rounds of the calibration during which another process took the CPU slowed the judge's side
+    (a ratio of 0.3 there): they are left out, and the figure is the quiet rounds' upper
+    quartile. Taken as the harness's cost, such a round's low ratio leaves most of the worker's
+    harness for an honest candidate's short calls to explain (``timer_tampering``)."""
+    import contextlib
+    from torch_cudal1.verify import judge as judge_mod
+    rounds = iter([(0.001, 0.0012, False)] + [(0.04, 0.012, True)] * 3
+                  + [(0.01, r * 0.01, False) for r in (1.1, 1.2, 1.15, 1.25, 1.2)])
+    now = {}
+
+    class Runner:
+        def run(self, calls):
+            mine_s, now["theirs"], now["busy"] = next(rounds)
+            time.sleep(mine_s)
+            return {"calls": [{"ms": 0.0} for _ in calls]}
+
+    class Worker:
+        proc = None
+
+        def ping(self):
+            return 0.0
+
+        def batch(self, calls, timeout_s, what):
+            return {"calls": [{"ms": 0.0} for _ in calls]}, now["theirs"]
+
+    class Others:
+        def __init__(self, root):
+            pass
+
+        def start(self):
+            pass
+
+        def others_s(self):
+            return 1.0 if now["busy"] else 0.0
+
+    j = judge_mod.Judge.__new__(judge_mod.Judge)
+    j.worker, j.req, j.batch, j.ref_call_s = Worker(), {}, 8, 1e-4
+    j.lock = type("Lock", (), {"exclusive": lambda self: contextlib.nullcontext()})()
+    j._reference_runner = lambda: contextlib.nullcontext((Runner(), None))
+    j._timed_calls = lambda size, rng, run=True: [{}] * size
+    j.call_timeout = lambda n, ref_s=None: 10.0
+    monkeypatch.setattr(judge_mod, "OthersClock", Others)
+    monkeypatch.setattr(judge_mod, "quiet_cpu", lambda host: contextlib.nullcontext())
+    ratio = j._harness_ratio()
+    assert 1.1 < ratio < 1.3, ratio
+    assert j.harness_busy_rounds == 3 and len(j.harness_ratios) == judge_mod.HARNESS_ROUNDS
+
+
 def test_the_harness_is_timed_in_the_candidates_process_before_its_import(tmp_path):
     """Short reference calls: the verifier times the harness on the reference in the worker
     before the candidate is there, and the figure reaches the timing's record."""

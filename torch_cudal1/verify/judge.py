@@ -81,7 +81,9 @@ BUILD_POLL_S = 2.0          # how often a first call past its allowance is looke
 CALL_FLOOR_S = 30.0         # later batches: this, plus 20x what the reference took for the same calls
 MIN_TIMED_BATCHES = 3       # and judged on the median batch of at least this many
 BUSY_SHARE = 0.25           # of a core, used by other processes during a batch: it judges nothing
-HARNESS_ROUNDS = 3          # batches on the reference in both processes before the candidate's import
+HARNESS_ROUNDS = 5          # quiet batches on the reference in both processes before the
+                            # candidate's import (at most twice as many tried on a busy host)
+HARNESS_QUANTILE = 0.75     # of their ratios: a low one takes a share of the harness for the calls
 HARNESS_DRIFT = 0.5         # how far the harness's cost per call in the candidate's process may move
                             # from its calibration during a run (its two threads hand each call
                             # over on one core or across two, which costs more on a small VM)
@@ -928,32 +930,44 @@ class Judge:
     def _harness_ratio(self) -> float | None:
         """What the harness costs per call in the candidate's process beside what it costs in
         this one, measured on the reference in both before the candidate is imported (nothing
-        of the candidate can move it): the median of HARNESS_ROUNDS batches. The two processes
-        differ (the sandbox, the pipe's reply, another core, another interpreter's memory), and
-        where calls are short the judge's clock must know by how much (``_cross_check``)."""
+        of the candidate can move it): the upper quartile (HARNESS_QUANTILE) of HARNESS_ROUNDS
+        batches during which other processes left the host's CPU alone (``OthersClock``, as for
+        timed batches; where none was, of all). The two processes differ (the sandbox, the
+        pipe's reply, another core, another interpreter's memory), and where calls are short the
+        judge's clock must know by how much (``_cross_check``): a ratio measured low, by one
+        round's hiccup on this side, would leave the harness's cost in the worker for the
+        candidate's calls to explain."""
         w = self.worker
         ipc = min(w.ping() for _ in range(3))
         budget = float(self.req.get("time_budget_s", 2.0))
         size = max(MIN_TIMED_BATCH, min(self.batch, int(max(budget / 24, 0.015)
                                                           / max(self.ref_call_s, 1e-6))))
         rng = random.SystemRandom()
-        ratios = []
+        quiet, busy = [], []
+        others = OthersClock(w.proc.pid if w.proc else None)
         with self._reference_runner() as (runner, _), self.lock.exclusive(), quiet_cpu({}):
-            for r in range(HARNESS_ROUNDS + 1):   # the first warms both sides
+            for r in range(2 * HARNESS_ROUNDS + 1):   # the first warms both sides
+                if len(quiet) >= HARNESS_ROUNDS:
+                    break
                 calls = self._timed_calls(3 if r == 0 else size, rng, run=False)
+                others.start()
                 t = time.perf_counter()
                 mine = runner.run(calls)
                 w_r = time.perf_counter() - t
                 theirs, w_c = w.batch(calls, self.call_timeout(len(calls), w_r),
                                       "timing the harness on the reference")
+                others_s = others.others_s()
                 if mine.get("error") or theirs.get("error"):
                     return None
                 c_j = w_r - sum(c["ms"] for c in mine["calls"]) / 1e3
                 c_w = w_c - ipc - sum(c["ms"] for c in theirs["calls"]) / 1e3
                 if r and c_j > 0:
-                    ratios.append(max(c_w, 0.0) / c_j)
-        ratios.sort()
-        return ratios[len(ratios) // 2] if ratios else None
+                    hit = others_s is not None and others_s > BUSY_SHARE * (w_r + w_c)
+                    (busy if hit else quiet).append(max(c_w, 0.0) / c_j)
+        ratios = sorted(quiet or busy)
+        self.harness_ratios = [round(x, 3) for x in ratios]
+        self.harness_busy_rounds = len(busy)
+        return ratios[min(len(ratios) - 1, int(HARNESS_QUANTILE * len(ratios)))] if ratios else None
 
     def _detect_state(self, inputs) -> None:
         """A reference that answers one input differently on a second call, and as the first
@@ -1449,6 +1463,9 @@ class Judge:
         ratio = getattr(self, "harness_ratio", None)
         if ratio is not None:
             extra["harness_ratio"] = round(ratio, 3)
+            extra["harness_ratios"] = getattr(self, "harness_ratios", None)
+            if getattr(self, "harness_busy_rounds", 0):
+                extra["harness_busy_rounds"] = self.harness_busy_rounds
             o_call *= max(1.0, ratio)
         elif getattr(self, "harness_unmeasured", None):
             extra["harness_unmeasured"] = self.harness_unmeasured
@@ -1501,6 +1518,7 @@ class Judge:
         ratios.sort()
         drifted.sort()
         explained = min(1.0, ratios[len(ratios) // 2])
+        extra["drifted"] = [round(d, 3) for d in drifted]
         extra["explained"] = round(explained, 3)
         if self.trusted:
             return median
