@@ -82,7 +82,8 @@ CALL_FLOOR_S = 30.0         # later batches: this, plus 20x what the reference t
 MIN_TIMED_BATCHES = 3       # and judged on the median batch of at least this many
 BUSY_SHARE = 0.25           # of a core, used by other processes during a batch: it judges nothing
 HARNESS_ROUNDS = 5          # quiet batches on the reference in both processes before the
-                            # candidate's import (at most twice as many tried on a busy host)
+                            # candidate's import (at most HARNESS_TRIES tried on a busy host)
+HARNESS_TRIES = 8
 HARNESS_QUANTILE = 0.75     # of their ratios: a low one takes a share of the harness for the calls
 HARNESS_DRIFT = 0.5         # how far the harness's cost per call in the candidate's process may move
                             # from its calibration during a run (its two threads hand each call
@@ -940,13 +941,15 @@ class Judge:
         w = self.worker
         ipc = min(w.ping() for _ in range(3))
         budget = float(self.req.get("time_budget_s", 2.0))
-        size = max(MIN_TIMED_BATCH, min(self.batch, int(max(budget / 24, 0.015)
+        # each batch a 48th of the timing budget: five of them cost what three of twice the
+        # length did, and a busy host's tries stay within the same
+        size = max(MIN_TIMED_BATCH, min(self.batch, int(max(budget / 48, 0.015)
                                                           / max(self.ref_call_s, 1e-6))))
         rng = random.SystemRandom()
         quiet, busy = [], []
         others = OthersClock(w.proc.pid if w.proc else None)
         with self._reference_runner() as (runner, _), self.lock.exclusive(), quiet_cpu({}):
-            for r in range(2 * HARNESS_ROUNDS + 1):   # the first warms both sides
+            for r in range(HARNESS_TRIES + 1):   # the first warms both sides
                 if len(quiet) >= HARNESS_ROUNDS:
                     break
                 calls = self._timed_calls(3 if r == 0 else size, rng, run=False)
