@@ -62,7 +62,8 @@ def measure(device: str, repeat: int, time_budget_s: float) -> list[dict]:
             x = timing.extra if timing else {}
             runs.append({"verdict": verdict.reason, "median_ms": timing and timing.median_ms,
                          "harness_ratio": x.get("harness_ratio"),
-                         "harness_ratios": x.get("harness_ratios"), "harness_ms": x.get("harness_ms"),
+                         "harness_ratios": x.get("harness_ratios"),
+                         "harness_ms": x.get("harness_ms"),
                          "judge_ms": x.get("judge_ms"), "reported_mean_ms": x.get("reported_mean_ms"),
                          "explained": x.get("explained"), "scaled_by_judge": x.get("scaled_by_judge"),
                          "drift": drift(x), "detail": None if verdict.accepted else verdict.detail})
