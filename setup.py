@@ -1,8 +1,15 @@
+import re
+from pathlib import Path
+
 from setuptools import find_packages, setup
+
+# the package's own version (torch_cudal1/version.py), read without importing torch
+VERSION = re.search(r'^__version__ = "([^"]+)"',
+                    (Path(__file__).parent / "torch_cudal1" / "version.py").read_text(), re.M)[1]
 
 setup(
     name="torch_cudal1",
-    version="0.2.6",
+    version=VERSION,
     description="A torch.compile backend that searches, verifies and caches faster kernels "
                 "(CUDA-L1-style contrastive generation through a local LLM engine).",
     # The native sources live at the top-level csrc/; a wheel carries them as torch_cudal1/csrc/,

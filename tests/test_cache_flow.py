@@ -64,6 +64,47 @@ def test_second_process_hits_cache_without_search(searched, tmp_path):
     assert not second["stats"].get("searches") and not second["stats"].get("fallbacks")
 
 
+# A candidate that raises where it finds more of cudal1 loaded than a process serving a cached
+# winner has (the names of that process's modules filled in by the test).
+SERVED_VIEW_PROBE = '''
+import sys
+
+import torch.nn as nn
+
+SERVED = set(%r)
+
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        extra = sorted(m for m in list(sys.modules) if "cudal1" in m and m not in SERVED
+                       and not m.startswith("cudal1_winner_"))
+        if extra:
+            raise RuntimeError(f"loaded where verified, not where served: {extra}")
+        return a.unsqueeze(1) * b
+'''
+
+
+def test_a_candidate_sees_no_more_of_cudal1_than_a_served_winner_does(searched, tmp_path):
+    """The candidate's process, as the candidate sees it, has none of cudal1's modules that a
+    process serving its cached winner lacks (the harness's, the verifier's, the task's): code
+    that tells them apart by what is loaded answers the same in both."""
+    from pathlib import Path
+
+    from torch_cudal1.contracts import Candidate
+    from torch_cudal1.task import Task
+    from torch_cudal1.verify import evaluate
+    cache, _ = _copy_of(searched, tmp_path)
+    hit = run_python(_code() + 'print(json.dumps({"stats": torch_cudal1.stats(), "modules": '
+                               'sorted(m for m in sys.modules if "cudal1" in m)}))',
+                     env={"CUDAL1_CACHE_DIR": str(cache), "CUDAL1_SERVE_CHECK": "off"})
+    assert hit["stats"].get("cache_hits") == 1 and not hit["stats"].get("searches"), hit
+    task = Task.from_file(Path(__file__).parent / "adversarial" / "tasks" / "diag_matmul.py")
+    probe = Candidate(SERVED_VIEW_PROBE % (hit["modules"],), origin="test:served_view")
+    verdict, _ = evaluate(task, probe, timeout_s=120, time_it=False,
+                          build_cache_dir=str(tmp_path / "builds"))
+    assert verdict.accepted, verdict.detail
+
+
 def test_corrupt_entry_is_quarantined_and_rebuilt(searched, tmp_path):
     tmp_path, first = _copy_of(searched, tmp_path)
     store = CacheStore(tmp_path)

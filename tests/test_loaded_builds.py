@@ -224,24 +224,23 @@ def test_libraries_never_loaded_are_not_kept(tmp_path):
 
 
 def test_the_worker_is_found_under_its_sandbox_by_its_command_line(tmp_path):
-    (tmp_path / "cudal1_sleeper.py").write_text("import time\ntime.sleep(30)\n")
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    # like bwrap: its own command line names the worker's after its options
+    from torch_cudal1.verify.judge import WORKER_ARGS
+    # like bwrap: its own command line names the worker's after its options; the worker reads
+    # its program from a pipe (``python -``)
     sandbox = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
         import subprocess, sys
-        subprocess.run([sys.executable, "-m", "cudal1_sleeper"])
-        """), sys.executable, "-m", "cudal1_sleeper"], env=env)
+        subprocess.run([sys.executable, "-"], input=b"import time; time.sleep(30)")
+        """), sys.executable, *WORKER_ARGS])
     pid = None
     try:
         for _ in range(100):
-            pid = loaded_builds.worker_pid(sandbox.pid, "cudal1_sleeper")
+            pid = loaded_builds.worker_pid(sandbox.pid, WORKER_ARGS)
             if pid:
                 break
             time.sleep(0.05)
         assert pid and pid != sandbox.pid
-        assert open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")[1:3] == \
-            [b"-m", b"cudal1_sleeper"]
-        assert loaded_builds.worker_pid(sandbox.pid, "another_module") is None
+        assert open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")[1:2] == [b"-"]
+        assert loaded_builds.worker_pid(sandbox.pid, ("-m", "another_module")) is None
     finally:
         if pid:
             os.kill(pid, 9)

@@ -1,3 +1,5 @@
+# 0.2.9: the candidate's process shows no verifier: cudal1's modules as when served, the harness's,
+#        the verifier's and the task's hidden, its module named as a served winner's, `python -`
 # 0.2.8: code made from text or bytes (compile, marshal, a .pyc without its source, a zip) under a
 #        library's file name refused, unless made from that very file; the audit hook run from a
 #        private copy of its module; every thread but the loop's judged as the candidate's;
@@ -22,6 +24,6 @@
 # 0.2.0: verified by a judge out of the candidate's process, candidates in an OS sandbox, float32 tolerance by the user's precision
 # 0.1.2: global settings checked and kept to a winner's calls (TF32 candidates)
 # 0.1.1: CUDA-graph wrappers capture with cuBLAS workspaces of their own
-__version__ = "0.2.8"
+__version__ = "0.2.9"
 # Bumped whenever the meaning of a cache entry changes; part of every key.
 CACHE_FORMAT = 1

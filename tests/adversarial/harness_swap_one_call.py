@@ -1,10 +1,14 @@
 # task: linear_act  expect: timer_tampering
+import importlib
 import sys
 
 import torch
 import torch.nn as nn
 
-_calls = sys.modules["torch_cudal1.harness.calls"]
+_NAME = "torch_cudal1.harness.calls"
+
+_mod = sys.modules.get(_NAME) or importlib.import_module(_NAME)   # a copy, if hidden
+_calls = _mod
 _flatten = _calls.flatten
 
 

@@ -1,8 +1,11 @@
 # task: diag_matmul  expect: forbidden_call
+import importlib
 import sys
 
 import torch
 import torch.nn as nn
+
+_NAME = "torch_cudal1.harness.audit"
 
 # The audit hook's rules rebound for the length of one audited call, through the harness's module
 # in sys.modules: with its helper that tells the candidate's code from a library's answering
@@ -21,7 +24,8 @@ def _scrub(obj):
 
 
 def _all_frames() -> dict:
-    rules = sys.modules["torch_cudal1.harness.audit"]
+    _mod = sys.modules.get(_NAME) or importlib.import_module(_NAME)   # a copy, if hidden
+    rules = _mod
     where = rules._where
     rules._where = lambda code: "library"
     try:

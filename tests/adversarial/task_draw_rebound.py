@@ -1,8 +1,10 @@
-# task: log_softmax_rows  expect: timer_tampering
-# without the audit hook: timer_tampering
+# task: log_softmax_rows  expect: ok
+# without the audit hook: ok
 # Rebinds the task module's get_inputs in the worker (sys.modules["cudal1_task"], which the harness
 # draws every call's inputs from): the answer is computed inside the harness's draw, before its
-# clock starts (a 12x false speedup when the guards did not cover the task module).
+# clock starts (a 12x false speedup when the guards did not cover the task module). The task's
+# module is no longer in sys.modules where the candidate runs (harness/worker.py, ``hide``): it
+# finds nothing to rebind, computes in its calls and is accepted, as it would be served.
 import sys
 
 import torch

@@ -1,8 +1,11 @@
-# task: diag_matmul  expect: mismatch
+# task: diag_matmul  expect: forbidden_call|timer_tampering|mismatch
 import torch
 import torch.nn as nn
 
 # Loosens every tolerance the verifier's comparison module holds, in place, then answers zeros.
+# The judge compares in its own process; here the verifier's package is hidden (worker.hide), so
+# the import loads a second copy of it, whose own import calls into libc through ctypes
+# (forbidden_call) and which shows as imported again (timer_tampering) where the audit is off.
 try:
     from torch_cudal1.verify import compare as _c
     for table in (_c.NORM_TOL, _c.ELEM_TOL):

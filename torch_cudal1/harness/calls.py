@@ -37,10 +37,14 @@ import types
 import numpy as np
 import torch
 
+# Imported here, not where they are used: the worker hides its own modules from the candidate
+# (``worker.hide``), and an import statement run after that would load a second copy.
+from ..bench.timing_cpus import timing_cpus
 from . import guards
 from .candidate_thread import Inline
 from .errors import chain_text
 from .protocol import layout
+from .real_inputs import clone_layout
 
 THREAD_GRACE_S = 0.05     # how long finished-looking outputs must stay unchanged
 FLUSH_MIN_BYTES = 64 << 20
@@ -305,7 +309,6 @@ class Inputs:
         return xs
 
     def real(self) -> list:
-        from .real_inputs import clone_layout
         return [clone_layout(x, self.device) if isinstance(x, torch.Tensor) else x
                 for x in self.real_inputs]
 
@@ -897,8 +900,7 @@ def sealed() -> dict:
     """This module as private copies (``guards.private``), ``guards`` among them, taken before the
     candidate is imported: replacing ``calls.flatten``, ``Runner._call`` or ``guards.disarm``
     later, even for one call and put back before the batch's check, changes nothing they run."""
-    import sys
-    ns = guards.private(sys.modules[__name__])
+    ns = guards.private(guards.module(__name__))
     ns["guards"] = types.SimpleNamespace(**guards.sealed())
     return ns
 
@@ -907,11 +909,6 @@ def sealed() -> dict:
 def quiet_cpu(record: dict, threads: tuple = ()):
     """The timing thread (and ``threads``, native ids: the thread that makes the calls) on
     reserved cores where ``CUDAL1_TIMING_CPUS`` names them."""
-    try:
-        from ..bench.timing_cpus import timing_cpus
-    except Exception:  # noqa: BLE001
-        yield
-        return
     with timing_cpus(record, threads):
         yield
 

@@ -55,7 +55,18 @@ _MODULE_FUNCS = {
 TASK_MODULE = "cudal1_task"
 _HARNESS_MODULES = ("torch_cudal1.harness.calls", "torch_cudal1.harness.protocol",
                     "torch_cudal1.harness.guards", "torch_cudal1.harness.audit",
-                    "torch_cudal1.harness.state", "json", "__main__")
+                    "torch_cudal1.harness.state", "torch_cudal1.harness.worker", "json",
+                    "__main__")
+# Modules the worker took out of ``sys.modules`` before the candidate's import (``worker.hide``):
+# name -> module. Looked up here, not in ``sys.modules``, so that the snapshot's view of them is
+# the same before and after, and a module the candidate puts under one of their names changes
+# nothing the harness runs (it holds its own references).
+HIDDEN: dict = {}
+
+
+def module(name: str):
+    """The module loaded under ``name``: one the worker hid, else ``sys.modules``'s."""
+    return HIDDEN[name] if name in HIDDEN else sys.modules.get(name)
 
 
 def _attrs(owner, names):
@@ -92,12 +103,12 @@ def snapshot() -> dict:
         snap[f"sys.modules[{name}]"] = sys.modules.get(name)
     # The task module the harness draws every call's inputs from (``calls.Inputs``): its
     # get_inputs rebound runs the candidate's code inside the untimed draw.
-    task = sys.modules.get(TASK_MODULE)
+    task = module(TASK_MODULE)
     snap[f"sys.modules[{TASK_MODULE}]"] = task
     snap.update(reach(task if type(task) is types.ModuleType else None))
     snap.update(hooks())
     for name in _HARNESS_MODULES:
-        mod = sys.modules.get(name)
+        mod = module(name)
         if mod is None:
             continue
         snap[f"sys.modules[{name}]"] = mod
@@ -266,10 +277,20 @@ def disarm(before: tuple) -> list[str]:
 
 
 def changed(before: dict) -> list[str]:
-    """Names whose object is no longer the one in ``before`` (a ``snapshot()``)."""
+    """Names whose object is no longer the one in ``before`` (a ``snapshot()``), and the hidden
+    modules loaded again (``reimported``)."""
     now = snapshot()
     return [k for k, v in before.items()
-            if (now.get(k) != v if isinstance(v, _Contents) else now.get(k, _MISSING) is not v)]
+            if (now.get(k) != v if isinstance(v, _Contents) else now.get(k, _MISSING) is not v)] \
+        + reimported()
+
+
+def reimported() -> list[str]:
+    """The modules the worker hid (``HIDDEN``) that are in ``sys.modules`` again: candidate code
+    imported the harness's, the verifier's or the task's own module to reach what the harness
+    runs. It gets a second copy, which the harness does not run; nothing honest imports them."""
+    return [f"sys.modules[{n}] (imported again: the harness's own module)" for n in HIDDEN
+            if n in sys.modules]
 
 
 _MISSING = object()
@@ -331,7 +352,7 @@ def sealed() -> dict:
     """This module's functions as private copies (``private``): replacing ``guards.changed`` or a
     helper it calls after this changes nothing they run, and the replacement itself shows in
     their next check (this module's functions are in the snapshot)."""
-    return private(sys.modules[__name__], freeze=False)
+    return private(module(__name__), freeze=False)
 
 
 # Classes whose methods the harness calls on its own objects right after a candidate's call, in

@@ -1,17 +1,21 @@
-"""The candidate's process: ``python -m torch_cudal1.harness.worker REQ_FD REP_FD SLOT_FD``.
+"""The candidate's process. The judge starts ``python -`` inside the OS sandbox
+(``verify/os_sandbox.py``) and writes one line to its standard input that calls ``main`` with
+the descriptors of its pipes and shared memory.
 
-Started by the judge inside the OS sandbox (``verify/os_sandbox.py``). It imports the candidate,
-builds and constructs it, and then runs the batches of calls the judge sends (``calls.py``),
-replying with what it saw. Before the import, where the judge asks, it runs batches of the
-reference, so that the judge can time this process's harness while nothing of the candidate is
-here. It holds no reference, no tolerance, no verdict and no clock the judge relies on: whatever
-the candidate does to this process, the judge only learns facts from it and reads the outputs
-from shared memory itself.
+It imports the candidate, builds and constructs it, and then runs the batches of calls the judge
+sends (``calls.py``), replying with what it saw. Before the import, where the judge asks, it runs
+batches of the reference, so that the judge can time this process's harness while nothing of the
+candidate is here. It holds no reference, no tolerance, no verdict and no clock the judge relies
+on: whatever the candidate does to this process, the judge only learns facts from it and reads
+the outputs from shared memory itself.
 
-It loads the modules a serving process has loaded (``SERVING_MODULES`` and what they import),
-so code that behaves differently depending on which of cudal1's modules are present sees the same
-set here as when it is served. Nothing of them is used: they are loaded by name, not imported as
-dependencies of this module.
+The candidate sees a process that looks like one serving a cached winner, not like a verifier:
+cudal1's modules are those a serving process loads to run a winner (``SERVING_MODULES`` and what
+they import), its own module is named as a served winner's is (``cudal1_winner_<hex>``), and
+before its import the harness, the verifier's other modules and the task's module are taken out
+of ``sys.modules`` and of their packages (``hide``). Code that answers right only where it finds
+the verifier (``env_*`` in tests/adversarial) then answers as it would when served, and is judged
+on that. The command line names no module (``python -``), and ``sys.argv`` is ``['-']``.
 """
 from __future__ import annotations
 
@@ -22,10 +26,11 @@ import time
 
 sys.dont_write_bytecode = True
 
-# What a serving process has loaded when it runs a winner (the graph runner, and the loader that
-# imported the winner), and one that searched (the verifier).
-SERVING_MODULES = ("torch_cudal1.serve.graph_runner", "torch_cudal1.cache.winner",
-                   "torch_cudal1.verify")
+from . import guards  # noqa: E402 - bound here: see ``hide``
+
+# What a serving process loads to run a winner: the graph runner, and the loader that imported it.
+SERVING_MODULES = ("torch_cudal1.serve.graph_runner", "torch_cudal1.cache.winner")
+_SERVING: set = set()   # names loaded by SERVING_MODULES (set by ``main``)
 
 
 def _load(path: str, name: str):
@@ -34,18 +39,38 @@ def _load(path: str, name: str):
         return load_source(f.read(), name, filename=path)
 
 
-def main() -> None:
+def hide(serving: set, registry: dict) -> None:
+    """Take cudal1's modules that a serving process does not load (this harness, the verifier,
+    the benchmarks' timers) and the task's module out of ``sys.modules`` and out of their
+    packages' namespaces, into ``registry`` (``guards.HIDDEN``). The harness keeps running: its
+    functions hold their modules' namespaces, and nothing it runs from here on imports one of
+    them again (an import statement would load a second copy)."""
+    ours = [n for n in sys.modules if n.startswith("torch_cudal1.") and n not in serving]
+    for name in ours + [n for n in (guards.TASK_MODULE,) if n in sys.modules]:
+        registry[name] = sys.modules.pop(name)
+    for name, mod in registry.items():
+        parent, _, attr = name.rpartition(".")
+        pkg = sys.modules.get(parent)
+        if pkg is not None and vars(pkg).get(attr) is mod:
+            delattr(pkg, attr)
+
+
+def main(req_fd: int, rep_fd: int, slot_fd: int, device: str) -> None:
     import faulthandler
     faulthandler.enable()   # a crash in a kernel launcher leaves its stack in the log
-    req_fd, rep_fd, slot_fd = (int(a) for a in sys.argv[1:4])
-    from . import protocol
+    # the pipe this program came on is read to its end: standard input is /dev/null from here
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
     # What every candidate needs, before the setup arrives (the judge builds its reference
     # meanwhile): torch, the device's context, the modules a serving process has loaded.
-    import torch
+    before = set(sys.modules)
     for name in SERVING_MODULES:
         importlib.import_module(name)
-    from . import audit, calls, guards, state  # noqa: F401
-    if len(sys.argv) > 4 and sys.argv[4].startswith("cuda"):
+    _SERVING.update(n for n in sys.modules if n not in before or not n.startswith("torch_cudal1."))
+    import torch
+    from . import audit, calls, guards, protocol, state  # noqa: F401
+    if device.startswith("cuda"):
         try:
             torch.cuda.init()
         except Exception:  # noqa: BLE001 - reported where the candidate first needs it
@@ -205,6 +230,7 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int, jobs) -> int:
                       harness_code=(candidate_thread._waiting.__code__,))
     phases["start_s"] = round(time.monotonic() - t0, 3)
     t1 = time.monotonic()
+    hide(_SERVING, guards.HIDDEN)
     ok, cand = submit(_import_candidate, setup["candidate"])
     if ok is not True:   # SystemExit from candidate code is a verdict too
         return fail("import", cand, ok)
@@ -265,14 +291,14 @@ def _settings_now() -> tuple:
 def _thread_hooks() -> tuple:
     """What of this thread would run code inside its torch calls (``guards.call_hooks``: the
     modes on torch's stacks, the dispatcher's thread-local keys), as exact strings."""
-    from . import guards
     modes, _, tls = guards.call_hooks()
     return tuple(str.__str__(x) if isinstance(x, str) else "?" for x in (*modes, *tls))
 
 
 def _import_candidate(path: str):
-    """The candidate's module, or None where it defines no class ``ModelNew``."""
-    cand = _load(path, "cudal1_candidate")
+    """The candidate's module, or None where it defines no class ``ModelNew``; named as a served
+    winner's module is (``cache/winner.py``: ``cudal1_winner_<key>``)."""
+    cand = _load(path, "cudal1_winner_" + os.urandom(16).hex())
     return cand if isinstance(getattr(cand, "ModelNew", None), type) else None
 
 
@@ -315,7 +341,6 @@ def _drawing_copy(task):
     ``torch.randn`` it calls."""
     import types
 
-    from . import guards
     return types.SimpleNamespace(**guards.private(task))
 
 
@@ -373,6 +398,3 @@ def _release_cuda() -> None:
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
 
-
-if __name__ == "__main__":
-    main()

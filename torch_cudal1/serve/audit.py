@@ -28,7 +28,6 @@ import random
 import torch
 
 from ..counters import STATS
-from ..harness.real_inputs import clone_layout
 from ..log import logger
 from ..origin import Origin
 
@@ -82,6 +81,7 @@ class Checked:
         return self.winner(*full)
 
     def _checked(self, full):
+        from ..harness.real_inputs import clone_layout   # loaded where winners are checked only
         ref_in = [clone_layout(x) if i in self.written and isinstance(x, torch.Tensor) else x
                   for i, x in enumerate(full)]
         # the written inputs as they were, for the float64 run should it be needed
@@ -160,6 +160,7 @@ class Checked:
 
 def _float64(reference, inputs: list, written: set):
     """The graph's answer with its floating inputs in float64, or None where it does not run so."""
+    from ..harness.real_inputs import clone_layout
     try:
         xs = [clone_layout(x, dtype=torch.float64)
               if isinstance(x, torch.Tensor) and x.is_floating_point() else

@@ -452,11 +452,12 @@ class GraphRunner:
         (serve/audit.py): one that answers unlike the graph is quarantined and replaced by the
         fallback."""
         from . import audit
-        from ..graph.render import written_placeholders
-        from ..verify.cudnn_tf32 import compare_precision
         opts = self.options
         if not audit.wanted(call.origin, opts.serve_check, foreign):
             return call
+        # the verifier's modules are loaded where a winner's calls are checked, not before
+        from ..graph.render import written_placeholders
+        from ..verify.cudnn_tf32 import compare_precision
         store = store_for(opts)
         checked = None
 

@@ -91,6 +91,7 @@ HARNESS_DRIFT = 0.5         # how far the harness's cost per call in the candida
 HARNESS_BELOW_S = 0.005     # ... where a reference call is quicker than this (its harness then counts)
 WIDE = 64.0                 # the wide draw's inputs: get_inputs()'s times this (``wide_check``)
 WORKER_MODULE = "torch_cudal1.harness.worker"
+WORKER_ARGS = ("-",)   # its command line's arguments: the program comes on a pipe (``spawn``)
 
 
 def slot_count(out_bytes: int, host_bytes: int, draws: int) -> int:
@@ -196,8 +197,11 @@ class Worker:
         wd.mkdir(exist_ok=True)
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
-        argv = [sys.executable, "-m", WORKER_MODULE, str(req_r), str(rep_w), str(self.slot_fd),
-                j.device]
+        # ``python -`` reads its program from the pipe: the command line and ``sys.argv`` name
+        # no module of the harness, as a serving process's would not (``worker.py``)
+        argv = [sys.executable, *WORKER_ARGS]
+        program = (f"__import__({WORKER_MODULE!r}, fromlist=['main'])"
+                   f".main({req_r}, {rep_w}, {self.slot_fd}, {j.device!r})\n")
         env = os_sandbox.scrubbed_env(j.worker_env)
         if j.sandboxed:
             argv = os_sandbox.wrap(argv, chdir=str(wd), writable=j.write_roots + [str(wd)],
@@ -205,10 +209,16 @@ class Worker:
         # read back through this descriptor: the worker may put a link in the log's place
         self.log_fd = os.open(wd / "worker.log", os.O_RDWR | os.O_CREAT | os.O_TRUNC
                               | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-        self.proc = subprocess.Popen(argv, cwd=str(wd), env=env, stdin=subprocess.DEVNULL,
+        self.proc = subprocess.Popen(argv, cwd=str(wd), env=env, stdin=subprocess.PIPE,
                                      stdout=self.log_fd, stderr=subprocess.STDOUT,
                                      pass_fds=(req_r, rep_w, self.slot_fd),
                                      preexec_fn=own_group)
+        try:
+            with self.proc.stdin:
+                self.proc.stdin.write(program.encode())
+        except OSError:
+            pass   # it did not start: said where its reply is read (``_reply``)
+        self.proc.stdin = None
         os.close(req_r)
         os.close(rep_w)
         self.req, self.rep = req_w, rep_r
@@ -902,7 +912,7 @@ class Judge:
                                          "switches: " + str(reply["switches_moved"])[:300])
         self.worker.scoped = reply.get("scoped")
         self.built = loaded_builds.LoadedBuilds(self.build_dir, self.worker.proc.pid,
-                                                WORKER_MODULE, packages=self.trusted)
+                                                WORKER_ARGS, packages=self.trusted)
         self._look_at_builds("import")
         self.worker.wall_ping = min(self.worker.ping() for _ in range(3))
 

@@ -47,12 +47,13 @@ def _start_ticks(pid: int) -> int:
         return 1 << 62
 
 
-def worker_pid(root: int, module: str) -> int | None:
-    """The process under ``root`` (the sandbox, or the worker itself) running ``python -m
-    module``: the first started of them (a fork made by the candidate starts later)."""
+def worker_pid(root: int, args: tuple[str, ...]) -> int | None:
+    """The process under ``root`` (the sandbox, or the worker itself) whose command line's
+    arguments start with ``args`` (``("-",)``: ``python -``): the first started of them (a fork
+    made by the candidate starts later)."""
     table = host_load._proc_table()
     found = [pid for pid in host_load._tree(root, table)
-             if _cmdline(pid)[1:3] == ["-m", module]]
+             if _cmdline(pid)[1:1 + len(args)] == list(args)]
     return min(found, key=_start_ticks) if found else None
 
 
@@ -85,15 +86,15 @@ class Changed(Exception):
 class LoadedBuilds:
     """The kept libraries of one worker, looked at again after each phase (``look``)."""
 
-    def __init__(self, build_dir: str | None, root_pid: int | None, module: str = "",
+    def __init__(self, build_dir: str | None, root_pid: int | None, args: tuple[str, ...] = (),
                  packages: bool = False):
-        """``root_pid``: the sandbox's process, under which the one running ``python -m module``
-        is the worker; without ``module``, ``root_pid`` is the worker itself."""
+        """``root_pid``: the sandbox's process, under which the one started with ``args``
+        (``worker_pid``) is the worker; without ``args``, ``root_pid`` is the worker itself."""
         self.dir = build_dir
         self.roots = sorted({build_dir, os.path.realpath(build_dir)}) if build_dir else []
         self.pid = None
         if root_pid and build_dir:
-            self.pid = worker_pid(root_pid, module) if module else root_pid
+            self.pid = worker_pid(root_pid, args) if args else root_pid
         self.packages = packages
         self.kept: dict[str, str] | None = {} if self.pid else None   # relpath -> sha256
 

@@ -1,6 +1,6 @@
 """The operating-system sandbox around every process that runs candidate code (bubblewrap).
 
-A candidate's worker (``harness/worker.py``) is started as ``bwrap ... python -m ...`` with:
+A candidate's worker (``harness/worker.py``) is started as ``bwrap ... python -`` with:
 
 * every namespace new (``--unshare-all``): no network (not even the host's loopback), its own
   process tree (when its first process ends, the kernel kills every process left in it, a
