@@ -30,7 +30,9 @@ from . import guards  # noqa: E402 - bound here: see ``hide``
 
 # What a serving process loads to run a winner: the graph runner, and the loader that imported it.
 SERVING_MODULES = ("torch_cudal1.serve.graph_runner", "torch_cudal1.cache.winner")
-_SERVING: set = set()   # names loaded by SERVING_MODULES (set by ``main``)
+# cudal1's packages that verification loads and a process serving a winner does not: the
+# harness, the verifier, the timers (hidden from the candidate, ``hide``).
+VERIFIER_PACKAGES = ("torch_cudal1.harness", "torch_cudal1.verify", "torch_cudal1.bench")
 
 
 def _load(path: str, name: str):
@@ -39,14 +41,13 @@ def _load(path: str, name: str):
         return load_source(f.read(), name, filename=path)
 
 
-def hide(serving: set, registry: dict) -> None:
-    """Take cudal1's modules that a serving process does not load (this harness, the verifier,
-    the benchmarks' timers) and the task's module out of ``sys.modules`` and out of their
-    packages' namespaces, into ``registry`` (``guards.HIDDEN``). The harness keeps running: its
+def hide(registry: dict) -> None:
+    """Take the modules of ``VERIFIER_PACKAGES`` and the task's module out of ``sys.modules`` and
+    out of their packages' namespaces, into ``registry`` (``guards.HIDDEN``). The harness keeps running: its
     functions hold their modules' namespaces, and nothing it runs from here on imports one of
     them again (an import statement would load a second copy)."""
-    ours = [n for n in sys.modules if n.startswith("torch_cudal1.") and n not in serving]
-    for name in ours + [n for n in (guards.TASK_MODULE,) if n in sys.modules]:
+    for name in [n for n in sys.modules
+                 if n.startswith(VERIFIER_PACKAGES) or n == guards.TASK_MODULE]:
         registry[name] = sys.modules.pop(name)
     for name, mod in registry.items():
         parent, _, attr = name.rpartition(".")
@@ -64,10 +65,8 @@ def main(req_fd: int, rep_fd: int, slot_fd: int, device: str) -> None:
     os.close(null)
     # What every candidate needs, before the setup arrives (the judge builds its reference
     # meanwhile): torch, the device's context, the modules a serving process has loaded.
-    before = set(sys.modules)
     for name in SERVING_MODULES:
         importlib.import_module(name)
-    _SERVING.update(n for n in sys.modules if n not in before or not n.startswith("torch_cudal1."))
     import torch
     from . import audit, calls, guards, protocol, state  # noqa: F401
     if device.startswith("cuda"):
@@ -230,7 +229,7 @@ def _serve(setup: dict, req_fd: int, rep_fd: int, slot_fd: int, jobs) -> int:
                       harness_code=(candidate_thread._waiting.__code__,))
     phases["start_s"] = round(time.monotonic() - t0, 3)
     t1 = time.monotonic()
-    hide(_SERVING, guards.HIDDEN)
+    hide(guards.HIDDEN)
     ok, cand = submit(_import_candidate, setup["candidate"])
     if ok is not True:   # SystemExit from candidate code is a verdict too
         return fail("import", cand, ok)
