@@ -10,12 +10,12 @@ on: whatever the candidate does to this process, the judge only learns facts fro
 the outputs from shared memory itself.
 
 The candidate sees a process that looks like one serving a cached winner, not like a verifier:
-cudal1's modules are those a serving process loads to run a winner (``SERVING_MODULES`` and what
-they import), its own module is named as a served winner's is (``cudal1_winner_<hex>``), and
-before its import the harness, the verifier's other modules and the task's module are taken out
-of ``sys.modules`` and of their packages (``hide``). Code that answers right only where it finds
-the verifier (``env_*`` in tests/adversarial) then answers as it would when served, and is judged
-on that. The command line names no module (``python -``), and ``sys.argv`` is ``['-']``.
+it loads what a serving process loads to run a winner (``SERVING_MODULES``), its own module is
+named as a served winner's is (``cudal1_winner_<hex>``), and before its import the harness's, the
+verifier's and the timers' packages and the task's module are taken out of ``sys.modules`` and of
+their packages (``hide``). Code that answers right only where it finds the verifier (``env_*``
+in tests/adversarial) then answers as it would when served, and is judged on that. The command
+line names no module (``python -``), and ``sys.argv`` is ``['-']``.
 """
 from __future__ import annotations
 
@@ -43,9 +43,9 @@ def _load(path: str, name: str):
 
 def hide(registry: dict) -> None:
     """Take the modules of ``VERIFIER_PACKAGES`` and the task's module out of ``sys.modules`` and
-    out of their packages' namespaces, into ``registry`` (``guards.HIDDEN``). The harness keeps running: its
-    functions hold their modules' namespaces, and nothing it runs from here on imports one of
-    them again (an import statement would load a second copy)."""
+    out of their packages' namespaces, into ``registry`` (``guards.HIDDEN``). The harness keeps
+    running: its functions hold their modules' namespaces, and nothing it runs from here on
+    imports one of them again (an import statement would load a second copy)."""
     for name in [n for n in sys.modules
                  if n.startswith(VERIFIER_PACKAGES) or n == guards.TASK_MODULE]:
         registry[name] = sys.modules.pop(name)
