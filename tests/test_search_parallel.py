@@ -168,7 +168,7 @@ def test_a_candidate_gets_what_is_left_of_the_budget_not_its_whole_limit(tmp_pat
     verdict says which limit cut it. The baselines keep the full limit."""
     limits = {}
     real = search.evaluate
-    left_after_baselines = 5.0
+    left_after_baselines = 8.0   # room for a loaded host between the baselines and the hang
     budget = {}
 
     def spy(task, cand, **kw):
