@@ -176,7 +176,7 @@ def test_a_candidate_gets_what_is_left_of_the_budget_not_its_whole_limit(tmp_pat
         out = real(task, cand, **kw)
         if cand.origin.startswith("baseline:"):
             # The budget ends a fixed time after the baselines, however long they took on a
-            # loaded host (seconds of sandbox start-up and calibration on a 2-core CI machine).
+            # loaded host (seconds of sandbox start-up and calibration on two busy cores).
             budget["s"] = time.monotonic() - budget["t0"] + left_after_baselines
             opts.time_budget_s = budget["s"]
         return out

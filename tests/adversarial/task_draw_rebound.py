@@ -2,8 +2,8 @@
 # without the audit hook: ok
 # Rebinds the task module's get_inputs in the worker (sys.modules["cudal1_task"], which the harness
 # draws every call's inputs from): the answer is computed inside the harness's draw, before its
-# clock starts (a 12x false speedup when the guards did not cover the task module). The task's
-# module is no longer in sys.modules where the candidate runs (harness/worker.py, ``hide``): it
+# clock starts (a 12x false speedup where the guards do not cover the task module). The task's
+# module is not in sys.modules where the candidate runs (harness/worker.py, ``hide``): it
 # finds nothing to rebind, computes in its calls and is accepted, as it would be served.
 import sys
 

@@ -55,8 +55,7 @@ _MODULE_FUNCS = {
 TASK_MODULE = "cudal1_task"
 _HARNESS_MODULES = ("torch_cudal1.harness.calls", "torch_cudal1.harness.protocol",
                     "torch_cudal1.harness.guards", "torch_cudal1.harness.audit",
-                    "torch_cudal1.harness.state", "torch_cudal1.harness.worker", "json",
-                    "__main__")
+                    "torch_cudal1.harness.state", "torch_cudal1.harness.worker", "json")
 # Modules the worker took out of ``sys.modules`` before the candidate's import (``worker.hide``):
 # name -> module. Looked up here, not in ``sys.modules``, so that the snapshot's view of them is
 # the same before and after, and a module the candidate puts under one of their names changes

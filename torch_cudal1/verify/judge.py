@@ -951,8 +951,8 @@ class Judge:
         w = self.worker
         ipc = min(w.ping() for _ in range(3))
         budget = float(self.req.get("time_budget_s", 2.0))
-        # each batch a 48th of the timing budget: five of them cost what three of twice the
-        # length did, and a busy host's tries stay within the same
+        # each batch a 48th of the timing budget: the most tried (HARNESS_TRIES) take a sixth
+        # of it
         size = max(MIN_TIMED_BATCH, min(self.batch, int(max(budget / 48, 0.015)
                                                           / max(self.ref_call_s, 1e-6))))
         rng = random.SystemRandom()
